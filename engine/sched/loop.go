@@ -1,0 +1,353 @@
+package sched
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/infernix/infernix/engine/kv"
+	"github.com/infernix/infernix/engine/sample"
+)
+
+// idlePoll is how often an idle loop rechecks cancellations of lanes that
+// wait for their consumer.
+const idlePoll = 5 * time.Millisecond
+
+func (s *Scheduler) loop() {
+	runtime.LockOSThread()
+	for {
+		s.admit()
+		s.dropCancelled()
+		if len(s.running) == 0 {
+			s.mu.Lock()
+			closed := s.closed && len(s.waiting) == 0
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			<-s.wake
+			continue
+		}
+		if !s.step() {
+			select {
+			case <-s.wake:
+			case <-time.After(idlePoll):
+			}
+		}
+	}
+}
+
+// admit moves waiting requests into free lanes, oldest first.
+func (s *Scheduler) admit() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.waiting) > 0 && len(s.running) < s.cfg.MaxLanes {
+		l := s.waiting[0]
+		s.waiting = s.waiting[1:]
+		if l.started.IsZero() {
+			l.started = time.Now()
+		}
+		s.seq++
+		l.admitted = s.seq
+		l.running = true
+		s.running = append(s.running, l)
+	}
+	s.busy = len(s.running)
+}
+
+func (s *Scheduler) dropCancelled() {
+	for i := 0; i < len(s.running); i++ {
+		l := s.running[i]
+		if l.ctx.Err() != nil {
+			s.finish(l, "cancelled", nil)
+			i--
+		}
+	}
+	s.mu.Lock()
+	for i := 0; i < len(s.waiting); i++ {
+		l := s.waiting[i]
+		if l.ctx.Err() != nil {
+			s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
+			i--
+			s.final(l, "cancelled", nil)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// room reports whether a lane's consumer can take another event and the final.
+func room(l *lane) bool { return cap(l.events)-len(l.events) >= 3 }
+
+// step runs one forward over decode tokens of every ready lane plus prefill
+// chunks, then samples. It returns false when no lane could make progress.
+func (s *Scheduler) step() bool {
+	b := &s.batch
+	b.Tokens, b.Outputs = b.Tokens[:0], b.Outputs[:0]
+	b.Attn.Seq, b.Attn.Pos, b.Attn.Blocks = b.Attn.Seq[:0], b.Attn.Pos[:0], b.Attn.Blocks[:0]
+	s.outIdx = s.outIdx[:0]
+	budget := s.m.MaxBatchTokens()
+	prefill := s.cfg.PrefillChunk
+	planned := s.plan[:0]
+	s.planN = s.planN[:0]
+	// Decode lanes first (one token each) for latency, then prefill chunks.
+	s.snap = append(s.snap[:0], s.running...)
+	for pass := 0; pass < 2; pass++ {
+		for _, l := range s.snap {
+			if !l.running {
+				continue // preempted or finished while planning this step
+			}
+			remaining := len(l.tokens) - l.computed
+			isDecode := remaining == 1
+			if (pass == 0) != isDecode || !room(l) || budget == 0 {
+				continue
+			}
+			n := 1
+			if !isDecode {
+				n = min(remaining, budget, prefill)
+				if l.req.PromptLogprobs && l.computed < l.nPrompt {
+					n = min(n, maxOutputs-len(b.Outputs))
+				}
+				if n <= 0 {
+					continue
+				}
+			}
+			if !s.reserve(l, l.computed+n) {
+				continue
+			}
+			seqIdx := int32(len(b.Attn.Blocks))
+			b.Attn.Blocks = append(b.Attn.Blocks, l.blocks)
+			for i := 0; i < n; i++ {
+				pos := l.computed + i
+				b.Tokens = append(b.Tokens, l.tokens[pos])
+				b.Attn.Seq = append(b.Attn.Seq, seqIdx)
+				b.Attn.Pos = append(b.Attn.Pos, int32(pos))
+				wantAll := l.req.PromptLogprobs && pos < l.nPrompt
+				last := pos == len(l.tokens)-1
+				if (wantAll || last) && len(b.Outputs) < maxOutputs {
+					b.Outputs = append(b.Outputs, int32(len(b.Tokens)-1))
+					s.outIdx = append(s.outIdx, l)
+				}
+			}
+			budget -= n
+			if !isDecode {
+				prefill -= n
+			}
+			planned = append(planned, l)
+			s.plan = planned
+			s.planN = append(s.planN, n)
+		}
+	}
+	s.plan = planned
+	if len(b.Tokens) == 0 {
+		return false
+	}
+	if err := s.m.Forward(b, s.logits); err != nil {
+		for _, l := range planned {
+			s.finish(l, "error", fmt.Errorf("forward pass failed: %w", err))
+		}
+		return true
+	}
+	// Consume the outputs lane by lane, in batch order.
+	row := 0
+	for i, l := range planned {
+		var lastRow []float32
+		for row < len(s.outIdx) && s.outIdx[row] == l {
+			logits := s.logits[row*s.vocab : (row+1)*s.vocab]
+			pos := int(b.Attn.Pos[b.Outputs[row]])
+			if l.req.PromptLogprobs && pos+1 < l.nPrompt {
+				s.scorePrompt(l, logits, l.tokens[pos+1])
+			}
+			if pos == len(l.tokens)-1 {
+				lastRow = logits
+			}
+			row++
+		}
+		l.computed += s.planN[i]
+		if l.computed >= l.nPrompt && l.prefillDone.IsZero() {
+			l.prefillDone = time.Now()
+			if l.req.PromptLogprobs {
+				l.events <- Event{PromptLogprobs: l.promptLP}
+			}
+		}
+		if lastRow != nil {
+			s.emit(l, lastRow)
+		}
+	}
+	return true
+}
+
+func (s *Scheduler) scorePrompt(l *lane, logits []float32, next int32) {
+	p := PromptLogprob{Token: next, Logprob: sample.LogProbOf(logits, next)}
+	if l.req.PromptTop > 0 {
+		p.Top = sample.TopLogProbs(logits, l.req.PromptTop, nil)
+	}
+	l.promptLP = append(l.promptLP, p)
+}
+
+// emit picks the next token of l from its logits and sends it.
+func (s *Scheduler) emit(l *lane, logits []float32) {
+	if l.req.MaxTokens == 0 {
+		s.finish(l, "length", nil)
+		return
+	}
+	var ev Event
+	if l.req.Logprobs >= 0 {
+		// Log-probs describe the model's distribution; the sampler edits
+		// logits in place, so keep the original row.
+		s.lpBuf = append(s.lpBuf[:0], logits...)
+	}
+	if len(l.forced) > 0 {
+		ev.Token, l.forced = l.forced[0], l.forced[1:]
+		ev.Forced = true
+	} else {
+		ev.Token = l.sampler.Sample(logits)
+	}
+	if l.req.Logprobs >= 0 {
+		ev.Logprob = sample.LogProbOf(s.lpBuf, ev.Token)
+		if l.req.Logprobs > 0 {
+			ev.Top = sample.TopLogProbs(s.lpBuf, l.req.Logprobs, nil)
+		}
+	}
+	s.accept(l, ev)
+}
+
+// accept records a token, applies the thinking budget and stop conditions,
+// and sends the event.
+func (s *Scheduler) accept(l *lane, ev Event) {
+	tok := ev.Token
+	l.sampler.Accept(tok)
+	l.tokens = append(l.tokens, tok)
+	l.gen++
+	if l.firstTok.IsZero() {
+		l.firstTok = time.Now()
+	}
+	switch {
+	case l.req.ThinkOpen >= 0 && tok == l.req.ThinkOpen && l.req.ThinkOpen != l.req.ThinkClose:
+		l.inThink = true
+	case tok == l.req.ThinkClose:
+		l.inThink = false
+		l.forced = nil
+	case l.inThink:
+		l.thinkN++
+	}
+	if l.inThink && l.budget >= 0 && l.thinkN >= l.budget && len(l.forced) == 0 {
+		l.forced = append(l.forced, l.req.ForceClose...)
+		l.budget = -1
+	}
+	stop := l.stop[tok] && !ev.Forced
+	l.events <- ev
+	switch {
+	case stop:
+		s.finish(l, "stop", nil)
+	case l.gen >= l.req.MaxTokens:
+		s.finish(l, "length", nil)
+	case len(l.tokens) >= s.cfg.MaxContext:
+		s.finish(l, "length", nil)
+	}
+}
+
+// reserve makes sure l owns blocks for n tokens, preempting younger lanes
+// when the pool is exhausted. It returns false if l itself had to wait.
+func (s *Scheduler) reserve(l *lane, n int) bool {
+	need := kv.BlocksFor(n) - len(l.blocks)
+	if need <= 0 {
+		return true
+	}
+	for {
+		var ok bool
+		if l.blocks, ok = s.alloc.Alloc(l.blocks, need); ok {
+			return true
+		}
+		victim := s.youngestOther(l)
+		if victim == nil {
+			if len(s.running) == 1 {
+				s.finish(l, "error", fmt.Errorf("the KV cache (%d blocks) cannot hold this sequence of %d tokens", s.alloc.Total(), n))
+			}
+			return false
+		}
+		s.preempt(victim)
+	}
+}
+
+func (s *Scheduler) youngestOther(l *lane) *lane {
+	var y *lane
+	for _, o := range s.running {
+		if o != l && len(o.blocks) > 0 && (y == nil || o.admitted > y.admitted) && !s.planned(o) {
+			y = o
+		}
+	}
+	return y
+}
+
+// planned reports whether o already has tokens in the batch being built (its
+// blocks must then stay).
+func (s *Scheduler) planned(o *lane) bool {
+	for _, p := range s.plan {
+		if p == o {
+			return true
+		}
+	}
+	return false
+}
+
+// preempt frees a lane's KV and puts it back at the head of the queue; it
+// will recompute prompt and generated tokens when readmitted.
+func (s *Scheduler) preempt(l *lane) {
+	s.alloc.Release(l.blocks)
+	l.blocks = l.blocks[:0]
+	l.computed = 0
+	l.preempted++
+	s.removeRunning(l)
+	s.mu.Lock()
+	s.waiting = append([]*lane{l}, s.waiting...)
+	s.busy = len(s.running)
+	s.mu.Unlock()
+}
+
+func (s *Scheduler) removeRunning(l *lane) {
+	l.running = false
+	for i, o := range s.running {
+		if o == l {
+			s.running = append(s.running[:i], s.running[i+1:]...)
+			return
+		}
+	}
+}
+
+// finish releases a running lane and sends its final event.
+func (s *Scheduler) finish(l *lane, reason string, err error) {
+	if len(l.blocks) > 0 {
+		s.alloc.Release(l.blocks)
+		l.blocks = nil
+	}
+	s.removeRunning(l)
+	s.mu.Lock()
+	s.busy = len(s.running)
+	s.mu.Unlock()
+	s.final(l, reason, err)
+}
+
+func (s *Scheduler) final(l *lane, reason string, err error) {
+	now := time.Now()
+	st := Stats{PromptTokens: l.nPrompt, GeneratedTokens: l.gen, Preemptions: l.preempted, Total: now.Sub(l.submitted)}
+	if !l.started.IsZero() {
+		st.Queue = l.started.Sub(l.submitted)
+	}
+	if !l.prefillDone.IsZero() {
+		st.Prefill = l.prefillDone.Sub(l.started)
+	}
+	if !l.firstTok.IsZero() {
+		st.TTFT = l.firstTok.Sub(l.submitted)
+		st.Decode = now.Sub(l.firstTok)
+	}
+	// Running lanes always have room (see room); a cancelled lane's consumer
+	// may have gone with the channel full, so make room rather than block.
+	if len(l.events) == cap(l.events) {
+		select {
+		case <-l.events:
+		default:
+		}
+	}
+	l.events <- Event{Done: true, Finish: reason, Err: err, Stats: st}
+	close(l.events)
+}

@@ -1,0 +1,256 @@
+// Package sched runs requests on a model: lanes, continuous batching (requests
+// join and leave between steps), chunked prefill interleaved with decoding,
+// a bounded queue, cancellation, and preemption with later recompute when the
+// KV cache runs out.
+//
+// Invariants:
+//   - All model work happens on one goroutine (the loop), locked to its OS
+//     thread, as device backends require.
+//   - A lane's blocks hold exactly its computed tokens; a preempted lane gives
+//     all of them back and recomputes from scratch when readmitted, so no lane
+//     ever reads another lane's KV.
+//   - Every accepted request gets exactly one final event (Done=true).
+package sched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/infernix/infernix/engine/kv"
+	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/sample"
+)
+
+// ErrQueueFull is returned by Submit when the waiting queue is at its bound.
+var ErrQueueFull = errors.New("server busy: request queue is full")
+
+// Config bounds the scheduler.
+type Config struct {
+	MaxLanes     int // sequences decoded together
+	MaxQueue     int // requests waiting for a lane
+	PrefillChunk int // most prompt tokens computed per step
+	MaxContext   int // longest sequence (prompt + generated)
+}
+
+// Request is one generation.
+type Request struct {
+	Prompt     []int32
+	MaxTokens  int // new tokens; 0 = only prompt processing (scoring)
+	Sampling   sample.Params
+	StopTokens []int32
+	// Logprobs > 0 returns the chosen token's log-prob and that many
+	// alternatives for each generated token; 0 only the chosen log-prob; < 0 none.
+	Logprobs int
+	// PromptLogprobs returns, for each prompt position i ≥ 1, the log-prob of
+	// prompt token i and PromptTop alternatives.
+	PromptLogprobs bool
+	PromptTop      int
+	// Thinking budget: when the output is inside a think block (InThink at
+	// the start, or after ThinkOpen is generated) for ThinkBudget tokens, the
+	// ForceClose tokens are inserted and the answer follows. < 0: no budget.
+	ThinkBudget int
+	InThink     bool
+	ThinkOpen   int32
+	ThinkClose  int32
+	ForceClose  []int32
+}
+
+// Event is a step of a request's output, in order; the last has Done set.
+type Event struct {
+	Token   int32
+	Logprob float32
+	Top     []sample.TokenLogProb
+	Forced  bool // inserted by the thinking budget, not sampled
+
+	// Prompt scoring results (once, before generated tokens).
+	PromptLogprobs []PromptLogprob
+
+	Done   bool
+	Finish string // stop, length, cancelled, error
+	Err    error
+	Stats  Stats
+}
+
+// PromptLogprob scores one prompt token.
+type PromptLogprob struct {
+	Token   int32
+	Logprob float32
+	Top     []sample.TokenLogProb
+}
+
+// Stats are a request's counts and timings, filled in the final event.
+type Stats struct {
+	PromptTokens, GeneratedTokens, CachedTokens int
+	Queue, Prefill, TTFT, Decode, Total         time.Duration
+	Preemptions                                 int
+}
+
+// Counters are the scheduler's gauges for /metrics.
+type Counters struct {
+	Queued, Busy, MaxLanes int
+	KVUsed, KVTotal        int
+}
+
+type lane struct {
+	req      *Request
+	ctx      context.Context
+	events   chan Event
+	tokens   []int32 // prompt + generated
+	nPrompt  int
+	computed int
+	blocks   []int32
+	sampler  *sample.Sampler
+	gen      int
+	inThink  bool
+	thinkN   int
+	budget   int
+	forced   []int32
+	stop     map[int32]bool
+	admitted int64 // admission order: the youngest is preempted first
+	running  bool
+	promptLP []PromptLogprob
+
+	submitted, started, firstTok time.Time
+	prefillDone                  time.Time
+	preempted                    int
+}
+
+// Scheduler owns a model and its KV allocator.
+type Scheduler struct {
+	m     model.Model
+	alloc *kv.Allocator
+	cfg   Config
+	vocab int
+
+	mu      sync.Mutex
+	waiting []*lane
+	wake    chan struct{}
+	running []*lane
+	busy    int
+	seq     int64
+	closed  bool
+
+	logits []float32
+	batch  model.Batch
+	outIdx []*lane
+	plan   []*lane
+	planN  []int
+	snap   []*lane
+	lpBuf  []float32
+}
+
+// maxOutputs bounds the logits rows of one step (prompt scoring uses chunks of
+// at most this many tokens).
+const maxOutputs = 64
+
+// New starts the scheduler loop on its own locked goroutine.
+func New(m model.Model, cfg Config) *Scheduler {
+	if cfg.MaxLanes <= 0 {
+		cfg.MaxLanes = 4
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = 64
+	}
+	if cfg.PrefillChunk <= 0 {
+		cfg.PrefillChunk = 256
+	}
+	if mb := m.MaxBatchTokens() - cfg.MaxLanes; cfg.PrefillChunk > mb {
+		cfg.PrefillChunk = max(mb, 1)
+	}
+	if cfg.MaxLanes > maxOutputs {
+		cfg.MaxLanes = maxOutputs
+	}
+	if cfg.MaxContext <= 0 || cfg.MaxContext > m.KVBlocks()*64 {
+		cfg.MaxContext = min(m.KVBlocks()*64, m.Config().MaxPositionEmbeddings)
+	}
+	s := &Scheduler{m: m, alloc: kv.New(m.KVBlocks()), cfg: cfg, vocab: m.Config().VocabSize, wake: make(chan struct{}, 1)}
+	s.logits = make([]float32, maxOutputs*s.vocab)
+	go s.loop()
+	return s
+}
+
+// Config returns the effective configuration.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+// Counters reports queue depth, busy lanes and KV usage.
+func (s *Scheduler) Counters() Counters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := s.alloc.Total()
+	return Counters{Queued: len(s.waiting), Busy: s.busy, MaxLanes: s.cfg.MaxLanes, KVUsed: total - s.alloc.FreeCount(), KVTotal: total}
+}
+
+// Validate checks a request against the context length.
+func (s *Scheduler) Validate(r *Request) error {
+	if len(r.Prompt) == 0 {
+		return fmt.Errorf("the prompt is empty")
+	}
+	if len(r.Prompt)+r.MaxTokens > s.cfg.MaxContext {
+		return &ContextError{Prompt: len(r.Prompt), MaxTokens: r.MaxTokens, Context: s.cfg.MaxContext}
+	}
+	for _, t := range r.Prompt {
+		if t < 0 || int(t) >= s.vocab {
+			return fmt.Errorf("token id %d is outside the vocabulary (size %d)", t, s.vocab)
+		}
+	}
+	return nil
+}
+
+// ContextError says the request does not fit the context window.
+type ContextError struct{ Prompt, MaxTokens, Context int }
+
+func (e *ContextError) Error() string {
+	return fmt.Sprintf("this model's context is %d tokens, but the request needs %d prompt tokens + %d max tokens = %d", e.Context, e.Prompt, e.MaxTokens, e.Prompt+e.MaxTokens)
+}
+
+// Submit queues a request. Events arrive on the returned channel until one
+// with Done; cancelling ctx ends the request within one step.
+func (s *Scheduler) Submit(ctx context.Context, r *Request) (<-chan Event, error) {
+	if err := s.Validate(r); err != nil {
+		return nil, err
+	}
+	l := &lane{req: r, ctx: ctx, events: make(chan Event, 256), submitted: time.Now(), budget: -1}
+	l.tokens = append(make([]int32, 0, len(r.Prompt)+min(r.MaxTokens, 4096)+1), r.Prompt...)
+	l.nPrompt = len(r.Prompt)
+	l.sampler = sample.New(r.Sampling, s.vocab, r.Prompt)
+	l.stop = make(map[int32]bool, len(r.StopTokens))
+	for _, t := range r.StopTokens {
+		l.stop[t] = true
+	}
+	l.inThink = r.InThink
+	if r.ThinkBudget >= 0 {
+		// Leave the answer at least a quarter of max_tokens.
+		l.budget = min(r.ThinkBudget, max(r.MaxTokens-r.MaxTokens/4-len(r.ForceClose), 0))
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("scheduler is shut down")
+	}
+	if len(s.waiting) >= s.cfg.MaxQueue {
+		s.mu.Unlock()
+		return nil, ErrQueueFull
+	}
+	s.waiting = append(s.waiting, l)
+	s.mu.Unlock()
+	s.signal()
+	return l.events, nil
+}
+
+// Close stops accepting requests; running ones finish.
+func (s *Scheduler) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Scheduler) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
