@@ -191,22 +191,27 @@ func (s *Scheduler) emit(l *lane, logits []float32) {
 		return
 	}
 	var ev Event
-	if l.req.Logprobs >= 0 {
-		// Log-probs describe the model's distribution; the sampler edits
-		// logits in place, so keep the original row.
-		s.lpBuf = append(s.lpBuf[:0], logits...)
-	}
-	if len(l.forced) > 0 {
+	n := max(l.req.Logprobs, 0)
+	switch {
+	case len(l.forced) > 0:
 		ev.Token, l.forced = l.forced[0], l.forced[1:]
 		ev.Forced = true
-	} else {
-		ev.Token = l.sampler.Sample(logits)
-	}
-	if l.req.Logprobs >= 0 {
-		ev.Logprob = sample.LogProbOf(s.lpBuf, ev.Token)
-		if l.req.Logprobs > 0 {
-			ev.Top = sample.TopLogProbs(s.lpBuf, l.req.Logprobs, nil)
+		if l.req.Logprobs >= 0 {
+			ev.Logprob = sample.LogProbOf(logits, ev.Token)
+			if n > 0 {
+				ev.Top = sample.TopLogProbs(logits, n, nil)
+			}
 		}
+	case l.req.Logprobs >= 0:
+		// Log-probs describe the model's distribution, not the edited one.
+		var alts []sample.TokenLogProb
+		ev.Token, ev.Logprob, alts = l.sampler.SampleLogProbs(logits, n, s.topBuf[:0])
+		s.topBuf = alts[:0]
+		if n > 0 {
+			ev.Top = append([]sample.TokenLogProb(nil), alts...)
+		}
+	default:
+		ev.Token = l.sampler.Sample(logits)
 	}
 	s.accept(l, ev)
 }

@@ -139,7 +139,7 @@ type Scheduler struct {
 	plan   []*lane
 	planN  []int
 	snap   []*lane
-	lpBuf  []float32
+	topBuf []sample.TokenLogProb
 }
 
 // maxOutputs bounds the logits rows of one step (prompt scoring uses chunks of
