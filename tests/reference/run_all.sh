@@ -14,7 +14,7 @@ python3 -c 'import torch, transformers, tokenizers; print("torch", torch.__versi
 
 demo_pid=""
 if [ -z "${SKIP_DEMO:-}" ] && [ -f "$here/demo/run.sh" ]; then
-  (bash "$here/demo/run.sh" "$work/demo" > "$out/demo.log" 2>&1; echo "demo exit $?" >> "$out/demo.log") &
+  (DEMO_TGZ=0 bash "$here/demo/run.sh" "$work/demo" > "$out/demo.log" 2>&1; echo "demo exit $?" >> "$out/demo.log") &
   demo_pid=$!
 fi
 
@@ -40,9 +40,11 @@ tar czf "$out/fixtures.tgz" -C "$work/fixtures" .
 if [ -n "$demo_pid" ]; then
   wait "$demo_pid"
   tail -n 40 "$out/demo.log"
-  if [ -d "$work/demo" ]; then
-    tar czf "$out/demo-models.tgz" -C "$work/demo" .
-  fi
+  # One archive per model: each returned file must stay under 16 MB.
+  for v in demo demo-xml; do
+    [ -d "$work/demo/$v" ] && tar czf "$out/$v.tgz" -C "$work/demo" "$v"
+  done
+  cp "$work"/demo/*.txt "$out/" 2>/dev/null
 fi
 ls -la "$out"
 exit $status

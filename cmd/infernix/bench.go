@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/model"
+)
+
+func init() {
+	register("bench", "prefill and decode throughput of a model (try --synthetic-weights)", cmdBench)
+}
+
+type benchResult struct {
+	Model           string  `json:"model"`
+	Device          string  `json:"device"`
+	WeightBytes     int64   `json:"weight_bytes"`
+	PromptTokens    int     `json:"prompt_tokens"`
+	DecodeTokens    int     `json:"decode_tokens"`
+	PrefillTokPerS  float64 `json:"prefill_tok_per_s"`
+	DecodeTokPerS   float64 `json:"decode_tok_per_s"`
+	MemBandwidthGBs float64 `json:"mem_bandwidth_gb_per_s"`
+	RooflineTokPerS float64 `json:"roofline_decode_tok_per_s"`
+	RooflineRatio   float64 `json:"roofline_ratio"`
+}
+
+func cmdBench(args []string, stdout io.Writer) error {
+	fs := newFlags("bench")
+	var ef engineFlags
+	ef.register(fs)
+	promptN := fs.Int("prompt-tokens", 512, "prompt length for the prefill measurement and the decode context")
+	decodeN := fs.Int("decode-tokens", 32, "decode steps to time")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if ef.context == 0 {
+		ef.context = *promptN + *decodeN + 1
+	}
+	ef.maxLanes = 1
+	e, err := ef.load()
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	m := e.Model
+	V := m.Config().VocabSize
+	blocks := make([]int32, (*promptN+*decodeN+backend.BlockSize)/backend.BlockSize)
+	for i := range blocks {
+		blocks[i] = int32(i)
+	}
+	if len(blocks) > m.KVBlocks() {
+		return fmt.Errorf("the KV cache holds %d blocks, the benchmark needs %d: raise --context", m.KVBlocks(), len(blocks))
+	}
+	logits := make([]float32, V)
+	tok := func(i int) int32 { return int32((i*7919 + 13) % V) }
+	run := func(start, n int) error {
+		b := &model.Batch{Attn: backend.AttnBatch{Blocks: [][]int32{blocks}}, Outputs: []int32{int32(n - 1)}}
+		for i := 0; i < n; i++ {
+			b.Tokens = append(b.Tokens, tok(start+i))
+			b.Attn.Seq = append(b.Attn.Seq, 0)
+			b.Attn.Pos = append(b.Attn.Pos, int32(start+i))
+		}
+		return m.Forward(b, logits)
+	}
+	// Warm up (page in weights), then time.
+	if err := run(0, 1); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	for pos := 0; pos < *promptN; {
+		n := min(m.MaxBatchTokens(), *promptN-pos)
+		if err := run(pos, n); err != nil {
+			return err
+		}
+		pos += n
+	}
+	prefill := time.Since(t0)
+	t1 := time.Now()
+	for i := 0; i < *decodeN; i++ {
+		if err := run(*promptN+i, 1); err != nil {
+			return err
+		}
+	}
+	decode := time.Since(t1)
+	res := benchResult{Model: ef.model, Device: e.Backend.Name(), WeightBytes: e.WeightBytes, PromptTokens: *promptN, DecodeTokens: *decodeN,
+		PrefillTokPerS: float64(*promptN) / prefill.Seconds(), DecodeTokPerS: float64(*decodeN) / decode.Seconds()}
+	if e.Backend.Name()[:3] == "cpu" {
+		res.MemBandwidthGBs = hostBandwidth(ef.threads) / 1e9
+		res.RooflineTokPerS = res.MemBandwidthGBs * 1e9 / float64(max(e.WeightBytes, 1))
+		res.RooflineRatio = res.DecodeTokPerS / res.RooflineTokPerS
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "model        %s (%s, %.2f GB weights)\n", res.Model, res.Device, float64(res.WeightBytes)/1e9)
+	fmt.Fprintf(stdout, "prefill      %8.1f tok/s (%d tokens)\n", res.PrefillTokPerS, res.PromptTokens)
+	fmt.Fprintf(stdout, "decode       %8.2f tok/s (%d tokens at context %d)\n", res.DecodeTokPerS, res.DecodeTokens, res.PromptTokens)
+	if res.MemBandwidthGBs > 0 {
+		fmt.Fprintf(stdout, "memory read  %8.2f GB/s measured → roofline %.2f tok/s; decode reaches %.0f%% of it\n",
+			res.MemBandwidthGBs, res.RooflineTokPerS, 100*res.RooflineRatio)
+	}
+	return nil
+}
+
+// hostBandwidth measures streaming read bandwidth in bytes/s with the given
+// number of threads (best of three passes over 512 MiB).
+func hostBandwidth(threads int) float64 {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	buf := make([]uint64, 64<<20)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	best := 0.0
+	var sink uint64
+	for pass := 0; pass < 3; pass++ {
+		var wg sync.WaitGroup
+		sums := make([]uint64, threads)
+		t := time.Now()
+		chunk := len(buf) / threads
+		for w := 0; w < threads; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				var s0, s1, s2, s3 uint64
+				part := buf[w*chunk : (w+1)*chunk]
+				for i := 0; i+4 <= len(part); i += 4 {
+					s0 += part[i]
+					s1 += part[i+1]
+					s2 += part[i+2]
+					s3 += part[i+3]
+				}
+				sums[w] = s0 + s1 + s2 + s3
+			}(w)
+		}
+		wg.Wait()
+		bw := float64(len(buf)*8) / time.Since(t).Seconds()
+		best = max(best, bw)
+		for _, s := range sums {
+			sink += s
+		}
+	}
+	if sink == 42 {
+		fmt.Print("")
+	}
+	return best
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/infernix/infernix/engine"
+)
+
+// engineFlags are the flags of every command that loads a model.
+type engineFlags struct {
+	model        string
+	device       string
+	threads      int
+	context      int
+	maxLanes     int
+	maxQueue     int
+	prefillChunk int
+	batchTokens  int
+	synthetic    bool
+	chatTemplate string
+}
+
+func (f *engineFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.model, "model", "", "Hugging Face model directory (config.json, *.safetensors, tokenizer)")
+	fs.StringVar(&f.device, "device", "auto", "auto, cpu or cuda")
+	fs.IntVar(&f.threads, "threads", 0, "CPU threads (0 = all cores)")
+	fs.IntVar(&f.context, "context", 0, "context length in tokens (0 = the model's, at most 32768)")
+	fs.IntVar(&f.maxLanes, "max-lanes", 4, "sequences decoded together")
+	fs.IntVar(&f.maxQueue, "max-queue", 64, "requests waiting for a lane before 429")
+	fs.IntVar(&f.prefillChunk, "prefill-chunk", 256, "most prompt tokens computed per step")
+	fs.IntVar(&f.batchTokens, "max-batch-tokens", 512, "largest forward pass in tokens")
+	fs.BoolVar(&f.synthetic, "synthetic-weights", false, "random weights of the model's shapes (benchmarks)")
+	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template file overriding the model's")
+}
+
+func (f *engineFlags) load() (*engine.Engine, error) {
+	if f.model == "" {
+		return nil, fmt.Errorf("--model DIR is required")
+	}
+	opt := engine.Options{Device: f.device, Threads: f.threads, ContextLength: f.context,
+		MaxBatchTokens: f.batchTokens, SyntheticWeights: f.synthetic, ChatTemplate: f.chatTemplate}
+	opt.Sched.MaxLanes = f.maxLanes
+	opt.Sched.MaxQueue = f.maxQueue
+	opt.Sched.PrefillChunk = f.prefillChunk
+	return engine.Load(f.model, opt)
+}
+
+// parseIDs reads "1,2,3" (spaces allowed).
+func parseIDs(s string) ([]int32, error) {
+	var ids []int32
+	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' }) {
+		v, err := strconv.ParseInt(part, 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("token id %q is not a non-negative integer", part)
+		}
+		ids = append(ids, int32(v))
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("no token ids given")
+	}
+	return ids, nil
+}

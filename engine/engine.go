@@ -1,0 +1,237 @@
+// Package engine loads a model directory and serves generations from it: it
+// wires the checkpoint, the backend, the architecture, the tokenizer, the chat
+// template and the scheduler. The server and the CLI talk to an *Engine.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/backend/cpu"
+	"github.com/infernix/infernix/engine/chat"
+	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/safetensors"
+	"github.com/infernix/infernix/engine/sched"
+	"github.com/infernix/infernix/engine/tokenizer"
+
+	_ "github.com/infernix/infernix/engine/arch/qwen3" // registers Qwen3 and Qwen3-MoE
+)
+
+// Options configure loading.
+type Options struct {
+	Device           string // auto, cpu, cuda
+	Threads          int    // CPU threads (0 = all cores)
+	ContextLength    int    // longest sequence (0 = the model's, capped at 32768)
+	KVBlocks         int    // KV blocks in the pool (0 = enough for MaxLanes full contexts, capped by memory)
+	MaxBatchTokens   int    // largest forward (0 = 512)
+	SyntheticWeights bool   // random weights of the configured shapes (benchmarks)
+	ChatTemplate     string // a template file overriding the model's
+	Sched            sched.Config
+}
+
+// Text is a model directory's text side: tokenizer, its config and the chat
+// template. Each may be nil when the directory lacks it.
+type Text struct {
+	Tokenizer      *tokenizer.Tokenizer
+	TokConfig      *tokenizer.Config
+	Template       *chat.Template
+	TemplateSource string
+}
+
+// Engine is a loaded model ready to generate.
+type Engine struct {
+	*Text
+	Dir         string
+	Config      *model.Config
+	Gen         *model.GenerationConfig
+	Model       model.Model
+	Backend     backend.Backend
+	Sched       *sched.Scheduler
+	WeightBytes int64
+	weights     *safetensors.Set
+}
+
+// Load reads a Hugging Face model directory.
+func Load(dir string, opt Options) (*Engine, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("model directory: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("model directory %s is not a directory", dir)
+	}
+	cfg, err := model.LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	build, err := model.Lookup(cfg.Arch())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	e := &Engine{Dir: dir, Config: cfg}
+	if e.Gen, err = model.LoadGenerationConfig(dir); err != nil {
+		return nil, err
+	}
+	be, err := newBackend(opt)
+	if err != nil {
+		return nil, err
+	}
+	e.Backend = be
+	ctx := opt.ContextLength
+	if ctx <= 0 {
+		ctx = min(cfg.MaxPositionEmbeddings, 32768)
+	}
+	ctx = min(ctx, cfg.MaxPositionEmbeddings)
+	lanes := opt.Sched.MaxLanes
+	if lanes <= 0 {
+		lanes = 4
+	}
+	blocks := opt.KVBlocks
+	if blocks <= 0 {
+		blocks = lanes * ((ctx + backend.BlockSize - 1) / backend.BlockSize)
+		// Bound the CPU KV pool to ~4 GiB of f32.
+		perBlock := int64(cfg.NumHiddenLayers) * 2 * backend.BlockSize * int64(cfg.NumKeyValueHeads*cfg.HeadDim) * 4
+		if limit := int((4 << 30) / max(perBlock, 1)); blocks > limit {
+			blocks = max(limit, (ctx+backend.BlockSize-1)/backend.BlockSize)
+		}
+	}
+	mopt := model.Options{KVBlocks: blocks, MaxBatchTokens: opt.MaxBatchTokens}
+	if mopt.MaxBatchTokens <= 0 {
+		mopt.MaxBatchTokens = 512
+	}
+	var ws model.WeightSource
+	if opt.SyntheticWeights {
+		ws = &model.SyntheticWeights{Be: be, Seed: 1}
+	} else {
+		set, err := safetensors.OpenDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		e.weights = set
+		e.WeightBytes = set.Bytes()
+		ws = &model.FileWeights{Set: set, Be: be}
+	}
+	if e.Model, err = build(cfg, ws, be, mopt); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("loading %s: %w", dir, err)
+	}
+	if sw, ok := ws.(*model.SyntheticWeights); ok {
+		e.WeightBytes = sw.Bytes
+	}
+	if e.Text, err = LoadText(dir, opt.ChatTemplate); err != nil {
+		e.Close()
+		return nil, err
+	}
+	sc := opt.Sched
+	sc.MaxLanes = lanes
+	sc.MaxContext = ctx
+	e.Sched = sched.New(e.Model, sc)
+	return e, nil
+}
+
+func newBackend(opt Options) (backend.Backend, error) {
+	switch strings.ToLower(opt.Device) {
+	case "", "auto", "cpu":
+		return cpu.New(opt.Threads), nil
+	case "cuda":
+		return nil, errors.New("--device cuda: the CUDA backend is not built yet; use --device cpu")
+	default:
+		return nil, fmt.Errorf("--device %q: expected auto, cpu or cuda", opt.Device)
+	}
+}
+
+// LoadText loads tokenizer.json, tokenizer_config.json and the chat
+// template when present; a directory without them can still score and
+// generate from token ids.
+func LoadText(dir, templateFile string) (*Text, error) {
+	e := &Text{}
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
+		tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+		if err != nil {
+			return nil, err
+		}
+		e.Tokenizer = tok
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+		tc, err := tokenizer.LoadConfig(dir)
+		if err != nil {
+			return nil, err
+		}
+		e.TokConfig = tc
+	}
+	src := ""
+	switch {
+	case templateFile != "":
+		b, err := os.ReadFile(templateFile)
+		if err != nil {
+			return nil, fmt.Errorf("--chat-template: %w", err)
+		}
+		src = string(b)
+	default:
+		if b, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
+			src = string(b)
+		} else if e.TokConfig != nil {
+			src = e.TokConfig.ChatTemplate
+		}
+	}
+	if src != "" {
+		t, err := chat.Compile("chat_template", src)
+		if err != nil {
+			return nil, fmt.Errorf("chat template: %w", err)
+		}
+		e.Template = t
+		e.TemplateSource = src
+	}
+	return e, nil
+}
+
+// StopTokens are the ids that end a generation: generation_config's and
+// config's eos ids.
+func (e *Engine) StopTokens() []int32 {
+	seen := map[int]bool{}
+	var out []int32
+	for _, l := range [][]int{e.Gen.EOSTokenID, e.Config.EOSTokenID} {
+		for _, id := range l {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, int32(id))
+			}
+		}
+	}
+	return out
+}
+
+// Close stops the scheduler and unmaps the weights.
+func (e *Engine) Close() error {
+	if e.Sched != nil {
+		e.Sched.Close()
+	}
+	if e.weights != nil {
+		return e.weights.Close()
+	}
+	return nil
+}
+
+// DefaultThreads is the CPU thread count used when none is given.
+func DefaultThreads() int { return runtime.GOMAXPROCS(0) }
+
+// BOS is the tokenizer config's bos_token ("" when none).
+func (t *Text) BOS() string {
+	if t.TokConfig == nil {
+		return ""
+	}
+	return t.TokConfig.BOSToken
+}
+
+// EOS is the tokenizer config's eos_token ("" when none).
+func (t *Text) EOS() string {
+	if t.TokConfig == nil {
+		return ""
+	}
+	return t.TokConfig.EOSToken
+}
