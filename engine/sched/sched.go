@@ -27,6 +27,9 @@ import (
 // ErrQueueFull is returned by Submit when the waiting queue is at its bound.
 var ErrQueueFull = errors.New("server busy: request queue is full")
 
+// ErrClosed is returned by Submit after Close.
+var ErrClosed = errors.New("scheduler is shut down")
+
 // Config bounds the scheduler.
 type Config struct {
 	MaxLanes     int // sequences decoded together
@@ -224,11 +227,15 @@ func (s *Scheduler) Submit(ctx context.Context, r *Request) (<-chan Event, error
 	if r.ThinkBudget >= 0 {
 		// Leave the answer at least a quarter of max_tokens.
 		l.budget = min(r.ThinkBudget, max(r.MaxTokens-r.MaxTokens/4-len(r.ForceClose), 0))
+		if l.inThink && l.budget == 0 {
+			l.forced = append(l.forced, r.ForceClose...)
+			l.budget = -1
+		}
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, errors.New("scheduler is shut down")
+		return nil, ErrClosed
 	}
 	if len(s.waiting) >= s.cfg.MaxQueue {
 		s.mu.Unlock()

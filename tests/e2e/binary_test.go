@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/infernix/infernix/server/testmodel"
+)
+
+// TestServeBinary runs the real `infernix serve` command: it prints what the
+// user needs (model, device, memory, address), serves, honours its flags
+// (API key, request log) and exits cleanly on SIGTERM.
+func TestServeBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	root, err := testmodel.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "infernix")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/infernix")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	model := testmodel.Dir(t, testmodel.Options{})
+	logPath := filepath.Join(tmp, "requests.jsonl")
+	cmd := exec.Command(bin, "serve", "--model", model, "--port", "0", "--context", "1024", "--max-batch-tokens", "64",
+		"--api-key", "k1", "--request-log", logPath, "--log-file", filepath.Join(tmp, "server.log"), "--served-model-name", "tiny")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var banner []string
+	url := ""
+	timeout := time.After(60 * time.Second)
+	for url == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("serve exited early: %v\n%s\n%s", cmd.Wait(), strings.Join(banner, "\n"), stderr.String())
+			}
+			banner = append(banner, l)
+			if _, rest, ok := strings.Cut(l, "listening on "); ok {
+				url = strings.Fields(rest)[0]
+			}
+		case <-timeout:
+			t.Fatalf("no 'listening on' line within 60 s:\n%s", strings.Join(banner, "\n"))
+		}
+	}
+	text := strings.Join(banner, "\n")
+	for _, want := range []string{"model tiny", "Qwen3ForCausalLM", "device cpu", "MiB", "context 1024", "1 API key(s) required"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("startup output lacks %q:\n%s", want, text)
+		}
+	}
+	if st, body := get(t, url+"/health"); st != 200 {
+		t.Errorf("/health: %d %s", st, body)
+	}
+	st, _, r := post(t, url+"/v1/chat/completions", hello(map[string]any{"max_tokens": 3}), "Authorization", "Bearer k1")
+	if st != 200 || r.Get("model").Str != "tiny" {
+		t.Errorf("chat: %d %s", st, r.Raw)
+	}
+	if st, _, _ := post(t, url+"/v1/chat/completions", hello(nil)); st != 401 {
+		t.Errorf("no key: %d", st)
+	}
+	// The load tool against this server.
+	bench := exec.Command(bin, "bench-serve", "--url", url, "--api-key", "k1", "--clients", "2", "--requests", "4",
+		"--prompt-tokens", "16", "--max-tokens", "5", "--json")
+	out, err := bench.Output()
+	b := gjson.ParseBytes(out)
+	if err != nil || b.Get("failed").Int() != 0 || b.Get("output_tokens").Int() != 20 || b.Get("ttft_ms.p50").Float() <= 0 ||
+		b.Get("itl_ms.p99").Float() <= 0 || b.Get("output_tok_per_s").Float() <= 0 {
+		t.Errorf("bench-serve: %v %s", err, out)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve exited with %v after SIGTERM:\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not exit within 15 s of SIGTERM")
+	}
+	data, _ := os.ReadFile(logPath)
+	if n := strings.Count(string(data), "\n"); n != 6 || !gjson.Valid(strings.Split(string(data), "\n")[0]) {
+		t.Errorf("request log (%d lines): %s", n, data)
+	}
+}
