@@ -107,8 +107,11 @@ func (s *Server) forcedCallOpening(req *chatRequest) string {
 		if s.toolFormat == toolcall.FormatXML {
 			b.WriteString("<function=" + req.toolName + ">\n")
 		} else {
+			// End on a pre-tokenizer boundary: after `":` the model writes the
+			// ` {"` token it always wrote there; a trailing space would be a
+			// token it never saw in that place.
 			nameJSON := appendString(nil, req.toolName)
-			b.WriteString(`{"name": ` + string(nameJSON) + `, "arguments": `)
+			b.WriteString(`{"name": ` + string(nameJSON) + `, "arguments":`)
 		}
 	}
 	return b.String()

@@ -114,6 +114,10 @@ func buildVars(r Request) (map[string]Value, error) {
 	if msgs.Kind() != jinja.KindList {
 		return nil, fmt.Errorf("chat: messages must be a JSON array")
 	}
+	if len(msgs.Items()) == 0 {
+		// transformers refuses before rendering, whatever the template says.
+		return nil, &RuntimeError{Type: "ValueError", Msg: "Cannot apply chat template to an empty conversation. Provide at least one message."}
+	}
 	for _, m := range msgs.Items() {
 		decodeToolCallArguments(m)
 	}

@@ -138,9 +138,16 @@ func TestRenderDecodesArguments(t *testing.T) {
 
 func TestRenderErrors(t *testing.T) {
 	tm := loadTemplate(t, "chat-templates/Qwen3.5-4B.jinja")
+	// transformers refuses an empty conversation before the template runs.
 	_, err := tm.Render(Request{Messages: json.RawMessage(`[]`)})
+	var re *RuntimeError
+	if !errors.As(err, &re) || re.Type != "ValueError" || !strings.Contains(re.Msg, "empty conversation") {
+		t.Fatalf("got %v", err)
+	}
+	// The template's own raise_exception: a system message after the first.
+	_, err = tm.Render(Request{Messages: json.RawMessage(`[{"role":"user","content":"a"},{"role":"system","content":"b"}]`)})
 	var te *TemplateError
-	if !errors.As(err, &te) || te.Message != "No messages provided." {
+	if !errors.As(err, &te) || te.Message != "System message must be at the beginning." {
 		t.Fatalf("got %v", err)
 	}
 	_, err = Compile("bad", "line\n{% for %}")
