@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 
@@ -51,13 +52,15 @@ func cmdGenerate(args []string, stdout io.Writer) error {
 		ids = e.Tokenizer.Encode(*prompt)
 	}
 	params := defaultSampling(e)
-	if *temperature >= 0 {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["temperature"] {
 		params.Temperature = float32(*temperature)
 	}
-	if *topP >= 0 {
+	if set["top-p"] {
 		params.TopP = float32(*topP)
 	}
-	if *topK >= 0 {
+	if set["top-k"] {
 		params.TopK = *topK
 	}
 	if *seed >= 0 {

@@ -145,6 +145,17 @@ func TestReference(t *testing.T) {
 					t.Errorf("prompt %d: max |Δ log-prob| over top-10 = %.2e > 1e-3", pi, worst)
 				}
 				t.Logf("prompt %d (%d tokens): max |Δ log-prob| = %.2e", pi, len(p.Tokens), worst)
+				// The same prompt one token at a time through the paged cache
+				// must give the same distributions as the single prefill.
+				blocksTBT := seqBlocks(8)
+				for pos := range p.Tokens {
+					lp := logSoftmax(forward(t, m, blocksTBT, p.Tokens[pos:pos+1], pos)[0])
+					for _, pair := range p.Top[pos] {
+						if d := math.Abs(lp[int(pair[0])] - pair[1]); d > 1e-3 {
+							t.Fatalf("prompt %d position %d: token-by-token decode differs from the reference by %.2e", pi, pos, d)
+						}
+					}
+				}
 				// Greedy continuation through the cache, one token at a time.
 				blocks := seqBlocks(8)
 				seq := append([]int32(nil), p.Tokens...)
