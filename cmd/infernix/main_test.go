@@ -21,10 +21,10 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 
 type refFixture struct {
 	Prompts []struct {
-		Tokens      []int32         `json:"tokens"`
-		Top         [][][2]float64  `json:"top"`
-		NextLogprob []float64       `json:"next_logprob"`
-		Greedy      []int32         `json:"greedy"`
+		Tokens      []int32        `json:"tokens"`
+		Top         [][][2]float64 `json:"top"`
+		NextLogprob []float64      `json:"next_logprob"`
+		Greedy      []int32        `json:"greedy"`
 	} `json:"prompts"`
 }
 
