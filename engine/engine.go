@@ -209,7 +209,7 @@ func (e *Engine) StopTokens() []int32 {
 // Close stops the scheduler and unmaps the weights.
 func (e *Engine) Close() error {
 	if e.Sched != nil {
-		e.Sched.Close()
+		e.Sched.Shutdown()
 	}
 	if e.weights != nil {
 		return e.weights.Close()

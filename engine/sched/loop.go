@@ -15,7 +15,15 @@ const idlePoll = 5 * time.Millisecond
 
 func (s *Scheduler) loop() {
 	runtime.LockOSThread()
+	defer close(s.done)
 	for {
+		s.mu.Lock()
+		abort := s.abort
+		s.mu.Unlock()
+		if abort {
+			s.abortAll()
+			return
+		}
 		s.admit()
 		s.dropCancelled()
 		if len(s.running) == 0 {
@@ -34,6 +42,20 @@ func (s *Scheduler) loop() {
 			case <-time.After(idlePoll):
 			}
 		}
+	}
+}
+
+// abortAll ends every queued and running request as cancelled.
+func (s *Scheduler) abortAll() {
+	for len(s.running) > 0 {
+		s.finish(s.running[0], "cancelled", ErrClosed)
+	}
+	s.mu.Lock()
+	waiting := s.waiting
+	s.waiting = nil
+	s.mu.Unlock()
+	for _, l := range waiting {
+		s.final(l, "cancelled", ErrClosed)
 	}
 }
 

@@ -135,6 +135,8 @@ type Scheduler struct {
 	busy    int
 	seq     int64
 	closed  bool
+	abort   bool
+	done    chan struct{}
 
 	logits []float32
 	batch  model.Batch
@@ -169,7 +171,7 @@ func New(m model.Model, cfg Config) *Scheduler {
 	if cfg.MaxContext <= 0 || cfg.MaxContext > m.KVBlocks()*64 {
 		cfg.MaxContext = min(m.KVBlocks()*64, m.Config().MaxPositionEmbeddings)
 	}
-	s := &Scheduler{m: m, alloc: kv.New(m.KVBlocks()), cfg: cfg, vocab: m.Config().VocabSize, wake: make(chan struct{}, 1)}
+	s := &Scheduler{m: m, alloc: kv.New(m.KVBlocks()), cfg: cfg, vocab: m.Config().VocabSize, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.logits = make([]float32, maxOutputs*s.vocab)
 	go s.loop()
 	return s
@@ -253,6 +255,18 @@ func (s *Scheduler) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.signal()
+}
+
+// Shutdown stops accepting requests, cancels those queued or running, and
+// returns once the loop has exited and no model call is in flight (so the
+// caller may release the weights).
+func (s *Scheduler) Shutdown() {
+	s.mu.Lock()
+	s.closed = true
+	s.abort = true
+	s.mu.Unlock()
+	s.signal()
+	<-s.done
 }
 
 func (s *Scheduler) signal() {

@@ -290,3 +290,21 @@ func equal(a, b []int32) bool {
 	}
 	return true
 }
+
+func TestShutdownCancelsEverything(t *testing.T) {
+	m := testModel(t, 16)
+	s := New(m, Config{MaxLanes: 1})
+	running := mustSubmit(t, s, req(prompt(8, 1), 900))
+	queued := mustSubmit(t, s, req(prompt(8, 2), 900))
+	<-running
+	s.Shutdown()
+	for _, ch := range []<-chan Event{running, queued} {
+		_, fin := collect(t, ch)
+		if fin.Finish != "cancelled" || !errors.Is(fin.Err, ErrClosed) {
+			t.Fatalf("finish %q err %v", fin.Finish, fin.Err)
+		}
+	}
+	if _, err := s.Submit(context.Background(), req(prompt(3, 0), 1)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("submit after shutdown: %v", err)
+	}
+}
