@@ -73,7 +73,7 @@ func matVec(out, x []float32, w *Tensor, lo, hi int) {
 	}
 }
 
-func dot(a, b []float32) float32 {
+func dotGeneric(a, b []float32) float32 {
 	n := len(a)
 	b = b[:n]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
@@ -94,7 +94,7 @@ func dot(a, b []float32) float32 {
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }
 
-func dotBF16(a []uint16, b []float32) float32 {
+func dotBF16Generic(a []uint16, b []float32) float32 {
 	n := len(a)
 	b = b[:n]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
@@ -115,7 +115,7 @@ func dotBF16(a []uint16, b []float32) float32 {
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }
 
-func dotF16(a []uint16, b []float32) float32 {
+func dotF16Generic(a []uint16, b []float32) float32 {
 	n := len(a)
 	b = b[:n]
 	tab := f16Table

@@ -1,0 +1,136 @@
+#include "textflag.h"
+
+// func dotBF16AVX2(a *uint16, b *float32, n int) float32
+// n must be a multiple of 8.
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+bf_loop32:
+	CMPQ CX, $32
+	JL   bf_loop8
+	VPMOVZXWD (SI), Y4
+	VPSLLD $16, Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	VPMOVZXWD 16(SI), Y5
+	VPSLLD $16, Y5, Y5
+	VFMADD231PS 32(DI), Y5, Y1
+	VPMOVZXWD 32(SI), Y6
+	VPSLLD $16, Y6, Y6
+	VFMADD231PS 64(DI), Y6, Y2
+	VPMOVZXWD 48(SI), Y7
+	VPSLLD $16, Y7, Y7
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  bf_loop32
+bf_loop8:
+	CMPQ CX, $8
+	JL   bf_done
+	VPMOVZXWD (SI), Y4
+	VPSLLD $16, Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  bf_loop8
+bf_done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotF16AVX2(a *uint16, b *float32, n int) float32
+// n must be a multiple of 8. Needs F16C.
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+hf_loop16:
+	CMPQ CX, $16
+	JL   hf_loop8
+	VCVTPH2PS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	VCVTPH2PS 16(SI), Y5
+	VFMADD231PS 32(DI), Y5, Y1
+	ADDQ $32, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP  hf_loop16
+hf_loop8:
+	CMPQ CX, $8
+	JL   hf_done
+	VCVTPH2PS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  hf_loop8
+hf_done:
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotF32AVX2(a *float32, b *float32, n int) float32
+// n must be a multiple of 8.
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+f_loop32:
+	CMPQ CX, $32
+	JL   f_loop8
+	VMOVUPS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	VMOVUPS 32(SI), Y5
+	VFMADD231PS 32(DI), Y5, Y1
+	VMOVUPS 64(SI), Y6
+	VFMADD231PS 64(DI), Y6, Y2
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  f_loop32
+f_loop8:
+	CMPQ CX, $8
+	JL   f_done
+	VMOVUPS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f_loop8
+f_done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
