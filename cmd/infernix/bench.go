@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/backend/cpu"
 	"github.com/infernix/infernix/engine/model"
 )
 
@@ -91,7 +91,7 @@ func cmdBench(args []string, stdout io.Writer) error {
 	res := benchResult{Model: ef.model, Device: e.Backend.Name(), WeightBytes: e.WeightBytes, PromptTokens: *promptN, DecodeTokens: *decodeN,
 		PrefillTokPerS: float64(*promptN) / prefill.Seconds(), DecodeTokPerS: float64(*decodeN) / decode.Seconds()}
 	if e.Backend.Name()[:3] == "cpu" {
-		res.MemBandwidthGBs = hostBandwidth(ef.threads) / 1e9
+		res.MemBandwidthGBs = cpu.MemoryBandwidth(threadsOr(ef.threads)) / 1e9
 		res.RooflineTokPerS = res.MemBandwidthGBs * 1e9 / float64(max(e.WeightBytes, 1))
 		res.RooflineRatio = res.DecodeTokPerS / res.RooflineTokPerS
 	}
@@ -108,47 +108,9 @@ func cmdBench(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// hostBandwidth measures streaming read bandwidth in bytes/s with the given
-// number of threads (best of three passes over 512 MiB).
-func hostBandwidth(threads int) float64 {
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
+func threadsOr(n int) int {
+	if n > 0 {
+		return n
 	}
-	buf := make([]uint64, 64<<20)
-	for i := range buf {
-		buf[i] = uint64(i)
-	}
-	best := 0.0
-	var sink uint64
-	for pass := 0; pass < 3; pass++ {
-		var wg sync.WaitGroup
-		sums := make([]uint64, threads)
-		t := time.Now()
-		chunk := len(buf) / threads
-		for w := 0; w < threads; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				var s0, s1, s2, s3 uint64
-				part := buf[w*chunk : (w+1)*chunk]
-				for i := 0; i+4 <= len(part); i += 4 {
-					s0 += part[i]
-					s1 += part[i+1]
-					s2 += part[i+2]
-					s3 += part[i+3]
-				}
-				sums[w] = s0 + s1 + s2 + s3
-			}(w)
-		}
-		wg.Wait()
-		bw := float64(len(buf)*8) / time.Since(t).Seconds()
-		best = max(best, bw)
-		for _, s := range sums {
-			sink += s
-		}
-	}
-	if sink == 42 {
-		fmt.Print("")
-	}
-	return best
+	return runtime.GOMAXPROCS(0)
 }
