@@ -77,6 +77,7 @@ type AttnBatch struct {
 	Seq    []int32
 	Pos    []int32
 	Blocks [][]int32 // block table per sequence
+	Slots  []int32   // recurrent-state slot per sequence (hybrid models; nil: slot = sequence index)
 }
 
 // Rope holds precomputed rotary tables: for position p and pair i,
