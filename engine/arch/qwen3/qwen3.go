@@ -226,5 +226,11 @@ func (m *Model) Forward(b *model.Batch, dst []float32) error {
 	be.RMSNorm(outNorm, out, m.norm, eps)
 	be.MatMul(logits, outNorm, m.lmHead)
 	be.ReadRows(logits, dst[:n*cfg.VocabSize])
+	// Device backends report asynchronous failures here rather than per op.
+	if c, ok := be.(backend.Checker); ok {
+		if err := c.Err(); err != nil {
+			return fmt.Errorf("forward pass: %w", err)
+		}
+	}
 	return nil
 }

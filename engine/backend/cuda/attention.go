@@ -1,0 +1,241 @@
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
+)
+
+// kvCache is the paged KV pool: per layer, K and V as bf16 laid out
+// [block][kvHead][64 slots][headDim].
+type kvCache struct {
+	spec backend.KVSpec
+	k, v []driver.DevPtr
+}
+
+func (c *kvCache) Spec() backend.KVSpec { return c.spec }
+
+// LayerBytes is the device memory of one layer's K (or V).
+func kvLayerBytes(s backend.KVSpec) uint64 {
+	return uint64(s.Blocks) * backend.BlockSize * uint64(s.KVHeads*s.HeadDim) * 2
+}
+
+// KVBytes is the device memory a KV cache of spec takes (for planning).
+func KVBytes(s backend.KVSpec) uint64 { return 2 * uint64(s.Layers) * kvLayerBytes(s) }
+
+func (b *Backend) NewKVCache(spec backend.KVSpec) (backend.KVCache, error) {
+	if spec.Layers <= 0 || spec.Blocks <= 0 || spec.KVHeads <= 0 || spec.HeadDim <= 0 {
+		return nil, fmt.Errorf("cuda: KV cache spec %+v", spec)
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.needEager()
+	c := &kvCache{spec: spec}
+	per := kvLayerBytes(spec)
+	for l := 0; l < spec.Layers; l++ {
+		for _, dst := range []*[]driver.DevPtr{&c.k, &c.v} {
+			p, err := b.malloc(per, fmt.Sprintf("KV cache (%d blocks × %d layers, %.2f GiB in all)", spec.Blocks, spec.Layers, gib(KVBytes(spec))))
+			if err != nil {
+				for _, q := range append(c.k, c.v...) {
+					b.free(q)
+				}
+				return nil, err
+			}
+			// Zeroed so that never-written slots hold finite values.
+			if err := b.drv.MemsetD32Async(p, 0, per/4, b.stream); err != nil {
+				b.fail(err)
+				return nil, err
+			}
+			*dst = append(*dst, p)
+		}
+	}
+	b.kvCaches = append(b.kvCaches, c)
+	return c, nil
+}
+
+// attnMeta is the staged attention metadata of one batch.
+type attnMeta struct {
+	epoch             int
+	qt                int // tokens per prefill tile (0: no tiles)
+	tokTab, pos, tabs driver.DevPtr
+	tiles             driver.DevPtr
+	nTiles            int
+	maxLen            int
+	// Host copy of what was staged, to recognise the same batch again.
+	seq, posH, blk []int32
+	lens           []int32
+}
+
+// Attention stores k and v in the cache, then computes causal GQA attention.
+// Batches of up to 16 tokens (decode) use the split kernel, one query token
+// per block row, split over the context; larger batches use the tensor-core
+// flash kernel where it applies.
+func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, layer int, ab *backend.AttnBatch, scale float32) {
+	c, ok := cache.(*kvCache)
+	if !ok {
+		panic(fmt.Sprintf("cuda: KV cache of another backend (%T)", cache))
+	}
+	o, qq, kk, vv := f32t(out, "Attention"), f32t(q, "Attention"), f32t(k, "Attention"), f32t(v, "Attention")
+	kvh, hd := c.spec.KVHeads, c.spec.HeadDim
+	T := len(ab.Pos)
+	if qq.cols%hd != 0 || kk.cols != kvh*hd || vv.cols != kvh*hd || o.cols != qq.cols || qq.rows < T || kk.rows < T || vv.rows < T || o.rows < T || len(ab.Seq) != T {
+		panic(fmt.Sprintf("cuda: Attention shapes out %dx%d q %dx%d k %dx%d v %dx%d for %d tokens, %d KV heads of %d", o.rows, o.cols, qq.rows, qq.cols, kk.rows, kk.cols, vv.rows, vv.cols, T, kvh, hd))
+	}
+	if layer < 0 || layer >= c.spec.Layers {
+		panic(fmt.Sprintf("cuda: Attention layer %d of %d", layer, c.spec.Layers))
+	}
+	heads := qq.cols / hd
+	if heads%kvh != 0 {
+		panic(fmt.Sprintf("cuda: %d query heads for %d KV heads", heads, kvh))
+	}
+	if b.err != nil || T == 0 {
+		return
+	}
+	G := heads / kvh
+	ak, err := b.attnFor(hd, G)
+	if err != nil {
+		b.fail(err)
+		return
+	}
+	usePrefill := ak.prefill != nil && T >= b.prefillMinT() && b.attnMode != "split"
+	qt := 0
+	if usePrefill {
+		qt = 64 / G
+	}
+	m := b.attnMetadata(ab, c.spec, qt)
+	if m == nil {
+		return
+	}
+	kc, vc := c.k[layer], c.v[layer]
+	b.launch(b.k.kvStore, uint32(T), 1, 1, uint32(min(256, max(32, kvh*hd))), 1, 0,
+		ptr(kc), ptr(vc), ptr(kk.ptr), ptr(vv.ptr), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), i32(hd))
+	if usePrefill {
+		b.launch(ak.prefill, uint32(m.nTiles), uint32(kvh), 1, 128, 1, uint32(ak.prefillSmem),
+			ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(m.tiles), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), f32(scale))
+		return
+	}
+	// Splits of 128 positions; the count is rounded up to a power of two so
+	// that decode steps keep the same launch (and graph) while the context
+	// grows within a bucket.
+	zNeed := (m.maxLen + 127) / 128
+	zmax := 1
+	for zmax < zNeed {
+		zmax *= 2
+	}
+	zmax = min(zmax, max(zNeed, (c.spec.Blocks*backend.BlockSize+127)/128))
+	part, ok := b.scratchPtr(scrAttn, uint64(T*heads*zmax*(hd+2)*4))
+	if !ok {
+		return
+	}
+	b.launch(ak.split, uint32(kvh), uint32(T), uint32(zmax), 128, 1, uint32(ak.splitSmem),
+		ptr(kc), ptr(vc), ptr(qq.ptr), ptr(part), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), f32(scale), i32(zmax))
+	b.launch(ak.combine, uint32(heads), uint32(T), 1, 128, 1, 0, ptr(o.ptr), ptr(part), ptr(m.pos), i32(heads), i32(zmax))
+}
+
+// prefillMinT is the smallest batch that uses the tensor-core kernel.
+func (b *Backend) prefillMinT() int {
+	if b.prefillMin > 0 {
+		return b.prefillMin
+	}
+	return 17
+}
+
+// attnMetadata validates and stages a batch's attention metadata once per
+// forward: every layer passes the same batch, which is recognised by content.
+func (b *Backend) attnMetadata(ab *backend.AttnBatch, spec backend.KVSpec, qt int) *attnMeta {
+	m := &b.attnCache
+	T := len(ab.Pos)
+	if m.epoch == b.meta.epoch && m.qt == qt && equalI32(m.seq, ab.Seq) && equalI32(m.posH, ab.Pos) && len(m.lens) == len(ab.Blocks) {
+		same := true
+		off := 0
+		for s, bl := range ab.Blocks {
+			if int(m.lens[s]) != len(bl) || !equalI32(m.blk[off:off+len(bl)], bl) {
+				same = false
+				break
+			}
+			off += len(bl)
+		}
+		if same {
+			return m
+		}
+	}
+	// Validate (the kernels index the cache with these).
+	maxLen := 0
+	for t := 0; t < T; t++ {
+		s, p := ab.Seq[t], ab.Pos[t]
+		if s < 0 || int(s) >= len(ab.Blocks) {
+			panic(fmt.Sprintf("cuda: Attention token %d of sequence %d; %d block tables", t, s, len(ab.Blocks)))
+		}
+		if p < 0 || int(p/backend.BlockSize) >= len(ab.Blocks[s]) {
+			panic(fmt.Sprintf("cuda: Attention position %d of sequence %d beyond its %d blocks", p, s, len(ab.Blocks[s])))
+		}
+		if t > 0 && ab.Seq[t-1] == s && ab.Pos[t-1] >= p {
+			panic(fmt.Sprintf("cuda: Attention positions of sequence %d do not increase (%d then %d)", s, ab.Pos[t-1], p))
+		}
+		maxLen = max(maxLen, int(p)+1)
+	}
+	m.seq = append(m.seq[:0], ab.Seq...)
+	m.posH = append(m.posH[:0], ab.Pos...)
+	m.blk, m.lens = m.blk[:0], m.lens[:0]
+	for _, bl := range ab.Blocks {
+		for _, x := range bl {
+			if x < 0 || int(x) >= spec.Blocks {
+				panic(fmt.Sprintf("cuda: Attention block %d outside the pool of %d", x, spec.Blocks))
+			}
+		}
+		m.blk = append(m.blk, bl...)
+		m.lens = append(m.lens, int32(len(bl)))
+	}
+	// One staged array: tokTab[T], tabs[...], tiles[2·n].
+	h := b.hostMeta[:0]
+	offs := b.hostOffs[:0]
+	off := int32(0)
+	for _, bl := range ab.Blocks {
+		offs = append(offs, off)
+		off += int32(len(bl))
+	}
+	for t := 0; t < T; t++ {
+		h = append(h, offs[ab.Seq[t]])
+	}
+	h = append(h, m.blk...)
+	nTiles := 0
+	if qt > 0 {
+		for t := 0; t < T; {
+			e := t + 1
+			for e < T && ab.Seq[e] == ab.Seq[t] && e-t < qt {
+				e++
+			}
+			h = append(h, int32(t), int32(e-t))
+			nTiles++
+			t = e
+		}
+	}
+	b.hostMeta, b.hostOffs = h, offs
+	p, _ := b.stage(h)
+	if b.err != nil {
+		return nil
+	}
+	m.epoch, m.qt, m.nTiles, m.maxLen = b.meta.epoch, qt, nTiles, maxLen
+	m.tokTab = p
+	m.tabs = p + driver.DevPtr(4*T)
+	m.tiles = m.tabs + driver.DevPtr(4*len(m.blk))
+	m.pos = b.positions(ab.Pos)
+	return m
+}
+
+// FillKV overwrites every K and V element of cache with pseudo-random bf16
+// values in [-scale, scale) (benchmarks: attention over a long context
+// without computing one).
+func (b *Backend) FillKV(cache backend.KVCache, seed uint32, scale float32) {
+	c := cache.(*kvCache)
+	n := int(kvLayerBytes(c.spec) / 2)
+	for l := range c.k {
+		b.launch(b.k.fillBF16, gridFor(n), 1, 1, 256, 1, 0, ptr(c.k[l]), uint64(n), uint64(seed+uint32(2*l)), f32(scale))
+		b.launch(b.k.fillBF16, gridFor(n), 1, 1, 256, 1, 0, ptr(c.v[l]), uint64(n), uint64(seed+uint32(2*l+1)), f32(scale))
+	}
+}

@@ -1,0 +1,79 @@
+package cuda
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/infernix/infernix/engine/backend"
+)
+
+// TestAttention compares paged attention with the CPU backend over prefill
+// chunks, mixed batches and decode steps, with scrambled block tables, for
+// both kernels (split and tensor-core prefill) and several head shapes.
+func TestAttention(t *testing.T) {
+	b := gpu(t)
+	r := newRand(t)
+	defer func(m string, p int) { b.attnMode, b.prefillMin = m, p }(b.attnMode, b.prefillMin)
+	for _, c := range []struct{ kvh, G, hd, long int }{
+		{2, 4, 128, 1200}, {1, 8, 64, 300}, {4, 1, 64, 300}, {2, 2, 16, 300}, {2, 2, 256, 300}, {1, 16, 128, 300}, {2, 4, 32, 130},
+		{1, 4, 40, 200}, {1, 3, 128, 150},
+	} {
+		for _, mode := range []string{"split", "prefill"} {
+			t.Run(fmt.Sprintf("kvh%d_g%d_hd%d_%s", c.kvh, c.G, c.hd, mode), func(t *testing.T) {
+				b.attnMode, b.prefillMin = mode, 0
+				if mode == "prefill" {
+					b.attnMode, b.prefillMin = "", 2 // the tensor-core kernel for every batch of ≥ 2 tokens
+				}
+				heads := c.kvh * c.G
+				spec := backend.KVSpec{Layers: 2, Blocks: 48, KVHeads: c.kvh, HeadDim: c.hd}
+				gc, err := b.NewKVCache(spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cc, _ := cpuBe.NewKVCache(spec)
+				perm := r.Perm(spec.Blocks)
+				tab := func(lo, hi int) []int32 {
+					out := make([]int32, 0, hi-lo)
+					for _, p := range perm[lo:hi] {
+						out = append(out, int32(p))
+					}
+					return out
+				}
+				tables := [][]int32{tab(0, 24), tab(24, 36), tab(36, 40)}
+				type tok struct{ seq, pos int }
+				run := func(name string, toks []tok) {
+					T := len(toks)
+					ab := &backend.AttnBatch{Blocks: tables}
+					for _, x := range toks {
+						ab.Seq = append(ab.Seq, int32(x.seq))
+						ab.Pos = append(ab.Pos, int32(x.pos))
+					}
+					for layer := 0; layer < spec.Layers; layer++ {
+						q := act(t, b, r, T, heads*c.hd, 2)
+						k := act(t, b, r, T, c.kvh*c.hd, 2)
+						v := act(t, b, r, T, c.kvh*c.hd, 1)
+						o := out(t, b, T, heads*c.hd)
+						scale := float32(1/float64(c.hd)) * 4
+						b.Attention(o.g, q.g, k.g, v.g, gc, layer, ab, scale)
+						cpuBe.Attention(o.c, q.c, k.c, v.c, cc, layer, ab, scale)
+						compare(t, fmt.Sprintf("%s layer %d", name, layer), read(t, b, o.g), cpuF32(o), 1e-2)
+					}
+				}
+				span := func(seq, from, to int) []tok {
+					var ts []tok
+					for p := from; p < to; p++ {
+						ts = append(ts, tok{seq, p})
+					}
+					return ts
+				}
+				run("prefill A", span(0, 0, c.long))
+				mixed := append(span(0, c.long, c.long+40), span(1, 0, 100)...)
+				mixed = append(mixed, tok{2, 0})
+				run("mixed", mixed)
+				run("decode 3 lanes", []tok{{0, c.long + 40}, {1, 100}, {2, 1}})
+				run("decode 1 lane", []tok{{0, c.long + 41}})
+				run("chunk B", span(1, 101, 200))
+			})
+		}
+	}
+}

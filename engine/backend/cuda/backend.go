@@ -1,0 +1,352 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"runtime"
+	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
+)
+
+// Options configure New.
+type Options struct {
+	Device         int    // device ordinal
+	CacheDir       string // compiled-kernel cache ("" = $INFERNIX_KERNEL_CACHE or the user cache dir)
+	NoGraphs       bool   // run every forward eagerly
+	MaxGraphTokens int    // largest forward captured as a graph (0 = 16)
+	// Logf receives progress lines (kernel compilation); nil logs nothing
+	// unless INFERNIX_CUDA_VERBOSE is set.
+	Logf func(format string, args ...any)
+}
+
+// Backend runs the operators on one CUDA device. See the package
+// documentation for the threading rules.
+type Backend struct {
+	drv    *driver.Driver
+	rtc    *driver.NVRTC
+	lt     *driver.CublasLt // nil: cuBLASLt missing, every product runs in the GEMV kernels
+	dev    driver.Device
+	ctx    driver.Context
+	stream driver.Stream
+	tid    int // OS thread the context was last made current on
+
+	name     string
+	sm       int // compute capability ×10 (90 on Hopper)
+	smCount  int
+	maxSmem  int // opt-in shared memory per block
+	arch     string
+	cubin    bool
+	cacheDir string
+	logf     func(string, ...any)
+	verbose  bool
+
+	err error
+
+	argv [maxArgs]uint64         // kernel parameter values of the launch in progress
+	argp [maxArgs]unsafe.Pointer // pointers to argv's slots (what cuLaunchKernel reads)
+
+	k      kernelSet
+	attn   map[[2]int]*attnKernels
+	mods   []driver.Module
+	allocs map[driver.DevPtr]uint64
+	bytes  uint64 // device bytes allocated
+
+	meta     arena     // per-forward metadata, pinned host + device
+	out      pinned    // ReadRows staging
+	stageBuf [2]pinned // Upload staging
+	stageEv  [2]driver.Event
+	scratch  [numScratch]devBuf
+	ws       devBuf // cuBLASLt workspace
+	gemms    map[gemmKey]*driver.Gemm
+	ropes    map[*backend.Rope]*ropeTables
+	moes     map[*backend.MoE]*moeTables
+	f32w     map[driver.DevPtr]driver.DevPtr // f32 copies of small 16-bit weights (norm scales)
+
+	pend        pending
+	fuse        bool
+	gemvMax     int
+	copyRetries int // host-to-device copies that needed a retry (diagnostics)
+	attnMode    string
+	prefillMin  int // smallest batch for the tensor-core prefill attention (0: default)
+
+	kvCaches           []*kvCache
+	posCache           stagedRef
+	attnCache          attnMeta
+	hostMeta, hostOffs []int32
+
+	g graphState
+}
+
+const maxArgs = 16
+
+var _ backend.Backend = (*Backend)(nil)
+var _ backend.Checker = (*Backend)(nil)
+var _ backend.MemoryReporter = (*Backend)(nil)
+
+// New opens the CUDA libraries, makes the device's primary context current
+// on the calling thread, compiles (or loads from the cache) the kernels and
+// creates the stream. Errors wrapping driver.ErrNotAvailable mean the machine
+// has no usable CUDA (no libcuda, no NVRTC, no device): fall back to the CPU.
+func New(opt Options) (*Backend, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b := &Backend{logf: opt.Logf, verbose: os.Getenv("INFERNIX_CUDA_VERBOSE") != "", attn: map[[2]int]*attnKernels{},
+		allocs: map[driver.DevPtr]uint64{}, gemms: map[gemmKey]*driver.Gemm{}, ropes: map[*backend.Rope]*ropeTables{},
+		moes: map[*backend.MoE]*moeTables{}, f32w: map[driver.DevPtr]driver.DevPtr{}}
+	if b.logf == nil {
+		b.logf = func(string, ...any) {}
+		if b.verbose {
+			b.logf = log.Printf
+		}
+	}
+	for i := range b.argp {
+		b.argp[i] = unsafe.Pointer(&b.argv[i])
+	}
+	var err error
+	if b.drv, err = driver.LoadDriver(); err != nil {
+		return nil, err
+	}
+	n, err := b.drv.DeviceCount()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", driver.ErrNotAvailable, err)
+	}
+	if opt.Device < 0 || opt.Device >= n {
+		return nil, fmt.Errorf("%w: CUDA device %d requested, %d present", driver.ErrNotAvailable, opt.Device, n)
+	}
+	if b.rtc, err = driver.LoadNVRTC(); err != nil {
+		return nil, err
+	}
+	if b.dev, err = b.drv.Device(opt.Device); err != nil {
+		return nil, err
+	}
+	major, err := b.drv.Attr(b.dev, driver.AttrComputeCapabilityMajor)
+	if err != nil {
+		return nil, err
+	}
+	minor, _ := b.drv.Attr(b.dev, driver.AttrComputeCapabilityMinor)
+	b.sm = major*10 + minor
+	if b.sm < 80 {
+		return nil, fmt.Errorf("%w: compute capability %d.%d; the kernels need 8.0 or newer (bf16 tensor cores, cp.async)", driver.ErrNotAvailable, major, minor)
+	}
+	b.smCount, _ = b.drv.Attr(b.dev, driver.AttrMultiprocessorCount)
+	b.maxSmem, _ = b.drv.Attr(b.dev, driver.AttrMaxSharedPerBlockOptin)
+	dname, _ := b.drv.DeviceName(b.dev)
+	total, _ := b.drv.TotalMem(b.dev)
+	if b.ctx, err = b.drv.PrimaryCtxRetain(b.dev); err != nil {
+		return nil, err
+	}
+	if err := b.drv.SetCurrent(b.ctx); err != nil {
+		b.drv.PrimaryCtxRelease(b.dev) //nolint:errcheck // already failing
+		return nil, err
+	}
+	b.tid = unix.Gettid()
+	if b.stream, err = b.drv.StreamCreate(driver.StreamNonBlocking); err != nil {
+		b.release()
+		return nil, err
+	}
+	b.arch, b.cubin = b.rtc.Target(b.sm)
+	b.cacheDir = cacheDir(opt.CacheDir)
+	if err := b.loadKernels(); err != nil {
+		b.release()
+		return nil, err
+	}
+	if lt, err := driver.LoadCublasLt(b.drv); err == nil {
+		b.lt = lt
+		if err := b.ws.ensure(b, 32<<20); err != nil {
+			b.release()
+			return nil, err
+		}
+	} else {
+		b.logf("cuda: cuBLASLt unavailable (%v); prefill products use the GEMV kernels", err)
+	}
+	if err := b.meta.init(b, 1<<20); err != nil {
+		b.release()
+		return nil, err
+	}
+	b.gemvMax = envInt("INFERNIX_CUDA_GEMV_MAX", 8)
+	b.attnMode = os.Getenv("INFERNIX_CUDA_ATTN")
+	b.fuse = os.Getenv("INFERNIX_CUDA_FUSE") != "0"
+	b.g.init(b, opt)
+	b.name = fmt.Sprintf("cuda (%s, sm_%d, %d SMs, %.0f GiB, driver %d.%d, NVRTC %s)", dname, b.sm, b.smCount,
+		float64(total)/(1<<30), b.drv.Version()/1000, b.drv.Version()%1000/10, b.rtc.Version())
+	return b, nil
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
+}
+
+func (b *Backend) Name() string { return b.name }
+
+// Err is the first CUDA failure, if any (backend.Checker).
+func (b *Backend) Err() error { return b.err }
+
+// fail records the first failure; later operators are skipped.
+func (b *Backend) fail(err error) {
+	if err != nil && b.err == nil {
+		b.err = err
+		b.logf("cuda: %v", err)
+		if b.g.mode == modeCapture {
+			b.pin()
+			defer b.unpin()
+			if gr, _ := b.drv.EndCapture(b.stream); gr != 0 {
+				b.drv.GraphDestroy(gr) //nolint:errcheck // already failing
+			}
+		}
+		b.g.mode = modeEager
+	}
+}
+
+// pin locks the goroutine to its OS thread and makes the context current
+// there; every path that calls the driver does this (pins nest).
+func (b *Backend) pin() {
+	runtime.LockOSThread()
+	b.bind()
+}
+
+func (b *Backend) unpin() { runtime.UnlockOSThread() }
+
+// bind makes the context current on the calling OS thread if it is not the
+// one it was last bound to. The caller holds runtime.LockOSThread.
+//
+// Every driver call runs on the driver's device thread (see
+// driver.executor), where New made the context current, so there is
+// nothing to rebind; bind only reports whether the backend is usable.
+func (b *Backend) bind() bool {
+	return b.err == nil || b.ctx != 0
+}
+
+// Memory reports free and total device memory and what this backend holds
+// (backend.MemoryReporter).
+func (b *Backend) Memory() (free, total, allocated uint64, err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if !b.bind() {
+		return 0, 0, b.bytes, b.err
+	}
+	free, total, err = b.drv.MemGetInfo()
+	return free, total, b.bytes, err
+}
+
+// malloc allocates device memory, turning an out-of-memory into an error
+// with the numbers. The caller holds the OS thread.
+func (b *Backend) malloc(n uint64, what string) (driver.DevPtr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if !b.bind() {
+		return 0, b.err
+	}
+	if n == 0 {
+		n = 256
+	}
+	p, err := b.drv.MemAlloc(n)
+	if err != nil {
+		var de *driver.Error
+		if errors.As(err, &de) && de.Code == driver.ErrOutOfMemory {
+			free, total, _ := b.drv.MemGetInfo()
+			return 0, fmt.Errorf("cuda: out of device memory allocating %s (%.2f GiB): %.2f GiB free of %.2f GiB, %.2f GiB held by this backend",
+				what, gib(n), gib(free), gib(total), gib(b.bytes))
+		}
+		return 0, err
+	}
+	b.allocs[p] = n
+	b.bytes += n
+	return p, nil
+}
+
+func gib(n uint64) float64 { return float64(n) / (1 << 30) }
+
+func (b *Backend) free(p driver.DevPtr) {
+	b.pin()
+	defer b.unpin()
+	if n, ok := b.allocs[p]; ok {
+		b.drv.MemFree(p) //nolint:errcheck // freeing: nothing to do about it
+		delete(b.allocs, p)
+		b.bytes -= n
+	}
+}
+
+// Close waits for the device, frees everything and releases the context.
+// The backend must not be used afterwards.
+func (b *Backend) Close() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if b.drv == nil {
+		return nil
+	}
+	b.bind()
+	b.g.closeAll()
+	b.drv.StreamSynchronize(b.stream) //nolint:errcheck // closing
+	b.release()
+	return nil
+}
+
+func (b *Backend) release() {
+	for _, g := range b.gemms {
+		g.Destroy()
+	}
+	b.gemms = map[gemmKey]*driver.Gemm{}
+	if b.lt != nil {
+		b.lt.Close() //nolint:errcheck // closing
+		b.lt = nil
+	}
+	for p := range b.allocs {
+		b.free(p)
+	}
+	b.meta.close(b)
+	b.out.close(b)
+	for i := range b.stageBuf {
+		b.stageBuf[i].close(b)
+		if b.stageEv[i] != 0 {
+			b.drv.EventDestroy(b.stageEv[i]) //nolint:errcheck // closing
+			b.stageEv[i] = 0
+		}
+	}
+	for _, m := range b.mods {
+		b.drv.ModuleUnload(m) //nolint:errcheck // closing
+	}
+	b.mods = nil
+	if b.stream != 0 {
+		b.drv.StreamDestroy(b.stream) //nolint:errcheck // closing
+		b.stream = 0
+	}
+	if b.ctx != 0 {
+		b.drv.PrimaryCtxRelease(b.dev) //nolint:errcheck // closing
+		b.ctx = 0
+	}
+	if b.err == nil {
+		b.err = errors.New("cuda: backend closed")
+	}
+}
+
+// sync waits for the stream. The caller holds the OS thread.
+func (b *Backend) sync() {
+	b.flush()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if b.err != nil || !b.bind() {
+		return
+	}
+	b.fail(b.drv.StreamSynchronize(b.stream))
+}
+
+// RunOnDeviceThread runs f on the OS thread that owns the device (every
+// CUDA call goes through that thread; see the package documentation) and
+// returns when f does. Backend calls made by f cost no hand-over (about
+// 30 µs each otherwise, which matters for eager forwards: prefill chunks,
+// the first steps of a batch size). Other goroutines' backend calls wait
+// until f returns, so f should be the loop of the one goroutine that uses
+// the backend (backend.DeviceThreadRunner).
+func (b *Backend) RunOnDeviceThread(f func()) { b.drv.Run(f) }
+
+var _ backend.DeviceThreadRunner = (*Backend)(nil)

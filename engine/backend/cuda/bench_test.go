@@ -1,0 +1,268 @@
+package cuda
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/model"
+)
+
+// gpuRandomWeights fills each weight on the device (uniform values of
+// standard deviation 0.02, norm scales 1), like model.SyntheticWeights but
+// without generating gigabytes on the host. Bytes counts what the model
+// reads per decoded token's worth of weights.
+type gpuRandomWeights struct {
+	b     *Backend
+	seed  uint32
+	Bytes int64
+}
+
+func (w *gpuRandomWeights) Has(name string) bool { return true }
+
+func (w *gpuRandomWeights) Tensor(name string, shape ...int) (backend.Tensor, error) {
+	rows, cols := 1, shape[len(shape)-1]
+	for _, d := range shape[:len(shape)-1] {
+		rows *= d
+	}
+	b := w.b
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t := &Tensor{rows: rows, cols: cols, dt: backend.BF16}
+	if rows == 1 {
+		t.dt = backend.F32
+	}
+	p, err := b.malloc(t.bytes(), name)
+	if err != nil {
+		return nil, err
+	}
+	t.ptr = p
+	n := rows * cols
+	switch {
+	case rows == 1:
+		b.memset(p, 0x3f800000, n) // f32 ones
+	default:
+		w.seed++
+		b.launch(b.k.fillBF16, gridFor(n), 1, 1, 256, 1, 0, ptr(p), uint64(n), uint64(w.seed*2654435761), f32(0.02*1.7320508))
+	}
+	if !strings.Contains(name, "embed_tokens") {
+		w.Bytes += int64(t.bytes())
+	}
+	return t, b.err
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// TestBench measures the performance figures on a model config
+// (INFERNIX_CUDA_BENCH=tests/testdata/configs/qwen3-8b) with random weights
+// made on the device; JSON goes to $INFERNIX_BENCH_OUT.
+func TestBench(t *testing.T) {
+	dir := os.Getenv("INFERNIX_CUDA_BENCH")
+	if dir == "" {
+		t.Skip("set INFERNIX_CUDA_BENCH to a model config directory")
+	}
+	b := gpu(t)
+	var res map[string]any
+	var failed any
+	body := func() {
+		defer func() { failed = recover() }()
+		res = benchBody(t, b, dir)
+	}
+	// On the device thread, as the engine's scheduler would run: no
+	// hand-over per driver call.
+	if os.Getenv("INFERNIX_BENCH_DEVICE_THREAD") != "0" {
+		b.RunOnDeviceThread(body)
+	} else {
+		body()
+	}
+	if failed != nil {
+		panic(failed)
+	}
+	reportBench(t, dir, res)
+}
+
+// benchBody measures; it panics on failure (it may run on the device
+// thread, where t.Fatal must not be called).
+func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
+	cfg, err := model.LoadConfig(dir)
+	if err != nil {
+		panic(err)
+	}
+	res := map[string]any{"model": filepath.Base(dir), "device": b.Name(), "commit": os.Getenv("INFERNIX_COMMIT"),
+		"date": time.Now().UTC().Format(time.RFC3339)}
+
+	// Copy bandwidth: the decode roofline's denominator.
+	runtime.LockOSThread()
+	const cp = 4 << 30
+	src, err1 := b.malloc(cp, "bench copy")
+	dst, err2 := b.malloc(cp, "bench copy")
+	runtime.UnlockOSThread()
+	if err1 == nil && err2 == nil {
+		var ts []time.Duration
+		for i := 0; i < 6; i++ {
+			b.sync()
+			t0 := time.Now()
+			b.copyDtoD(dst, src, cp)
+			runtime.LockOSThread()
+			b.sync()
+			runtime.UnlockOSThread()
+			ts = append(ts, time.Since(t0))
+		}
+		bw := 2 * float64(cp) / median(ts[1:]).Seconds()
+		res["copy_bandwidth_gb_s"] = bw / 1e9
+		b.free(src)
+		b.free(dst)
+	}
+	bw, _ := res["copy_bandwidth_gb_s"].(float64)
+
+	// Upload from pageable host memory (what loading a checkpoint from
+	// the page cache does, minus reading the file).
+	host := make([]byte, 1<<30)
+	for i := range host {
+		host[i] = byte(i * 7)
+	}
+	var ups []time.Duration
+	for i := 0; i < 3; i++ {
+		t0 := time.Now()
+		w, err := b.Upload("bench upload", backend.BF16, []int{1 << 19, 1 << 10}, host)
+		if err != nil {
+			panic(err)
+		}
+		b.sync()
+		ups = append(ups, time.Since(t0))
+		b.Free(w)
+	}
+	res["upload_gb_s"] = float64(len(host)) / median(ups).Seconds() / 1e9
+
+	ws := &gpuRandomWeights{b: b}
+	bld, _ := model.Lookup(cfg.Arch())
+	t0 := time.Now()
+	m, err := bld(cfg, ws, b, model.Options{KVBlocks: 1200, MaxBatchTokens: 4096})
+	if err != nil {
+		panic(err)
+	}
+	b.sync()
+	res["build_s"] = time.Since(t0).Seconds()
+	res["weight_bytes_per_token"] = ws.Bytes
+	V := cfg.VocabSize
+	logits := make([]float32, 16*V)
+
+	seqBlocks := func(first, n int) []int32 {
+		bl := make([]int32, n)
+		for i := range bl {
+			bl[i] = int32(first + i)
+		}
+		return bl
+	}
+	forward := func(blocks [][]int32, start []int, n int) time.Duration {
+		bt := &model.Batch{Attn: backend.AttnBatch{Blocks: blocks}}
+		for s := range blocks {
+			for i := 0; i < n; i++ {
+				bt.Tokens = append(bt.Tokens, int32((start[s]+i*7919+s*13)%V))
+				bt.Attn.Seq = append(bt.Attn.Seq, int32(s))
+				bt.Attn.Pos = append(bt.Attn.Pos, int32(start[s]+i))
+			}
+			bt.Outputs = append(bt.Outputs, int32(len(bt.Tokens)-1))
+		}
+		t0 := time.Now()
+		if err := m.Forward(bt, logits[:len(blocks)*V]); err != nil {
+			panic(err)
+		}
+		if b.err != nil {
+			panic(b.err)
+		}
+		return time.Since(t0)
+	}
+
+	// Prefill: one 4,096-token forward (median of 3 after a warm-up).
+	lane0 := [][]int32{seqBlocks(0, 70)}
+	forward(lane0, []int{0}, 4096)
+	var pf []time.Duration
+	for i := 0; i < 3; i++ {
+		pf = append(pf, forward(lane0, []int{0}, 4096))
+	}
+	res["prefill_4096_tok_s"] = 4096 / median(pf).Seconds()
+
+	decode := func(name string, blocks [][]int32, ctx int, steps int) {
+		start := make([]int, len(blocks))
+		for i := range start {
+			start[i] = ctx
+		}
+		for i := 0; i < 4; i++ { // warm-up: eager, capture, replay
+			forward(blocks, start, 1)
+			for j := range start {
+				start[j]++
+			}
+		}
+		t0 := time.Now()
+		for i := 0; i < steps; i++ {
+			forward(blocks, start, 1)
+			for j := range start {
+				start[j]++
+			}
+		}
+		el := time.Since(t0)
+		tps := float64(steps*len(blocks)) / el.Seconds()
+		res[name+"_tok_s"] = tps
+		if bw > 0 && len(blocks) == 1 {
+			res[name+"_roofline_ratio"] = tps / (bw * 1e9 / float64(ws.Bytes))
+		}
+	}
+	// Decode at 512 tokens of context (the prompt prefilled for real).
+	forward([][]int32{seqBlocks(100, 10)}, []int{0}, 512)
+	decode("decode_1lane_ctx512", [][]int32{seqBlocks(100, 10)}, 512, 64)
+	// Same without graphs.
+	b.g.enabled = false
+	decode("decode_1lane_ctx512_eager", [][]int32{seqBlocks(100, 10)}, 580, 16)
+	b.g.enabled = true
+	// Decode at 32K: the cache is filled with random values instead of a
+	// 32K prefill.
+	for _, kv := range b.kvCaches {
+		b.FillKV(kv, 7, 1)
+	}
+	decode("decode_1lane_ctx32k", [][]int32{seqBlocks(200, 520)}, 32768, 32)
+	// 16 lanes at 512 each.
+	var lanes [][]int32
+	for i := 0; i < 16; i++ {
+		lanes = append(lanes, seqBlocks(720+i*12, 12))
+	}
+	decode("decode_16lanes_ctx512", lanes, 512, 32)
+	rp, capt, fb := b.GraphStats()
+	res["graph_replays"], res["graph_captures"], res["graph_fallbacks"] = rp, capt, fb
+
+	if bw > 0 {
+		res["decode_roofline_tok_s"] = bw * 1e9 / float64(ws.Bytes)
+	}
+	return res
+}
+
+func reportBench(t *testing.T, dir string, res map[string]any) {
+	data, _ := json.MarshalIndent(res, "", "  ")
+	t.Logf("%s", data)
+	if d := os.Getenv("INFERNIX_BENCH_OUT"); d != "" {
+		name := fmt.Sprintf("bench-%s.json", filepath.Base(dir))
+		if err := os.WriteFile(filepath.Join(d, name), append(data, '\n'), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	fmt.Printf("\n| measure | tok/s | target |\n|---|---|---|\n")
+	for _, r := range []struct {
+		k      string
+		target string
+	}{{"decode_1lane_ctx512_tok_s", "≥ 250"}, {"decode_1lane_ctx32k_tok_s", "≥ 180"}, {"prefill_4096_tok_s", "≥ 30000"},
+		{"decode_16lanes_ctx512_tok_s", "≥ 2000"}, {"decode_1lane_ctx512_eager_tok_s", ""}} {
+		v, _ := res[r.k].(float64)
+		fmt.Printf("| %s | %.1f | %s |\n", strings.TrimSuffix(r.k, "_tok_s"), v, r.target)
+	}
+}

@@ -1,0 +1,209 @@
+package cuda
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
+	"github.com/infernix/infernix/kernels"
+)
+
+// kernel is a resolved extern "C" function of a loaded module.
+type kernel struct {
+	name string
+	fn   driver.Function
+}
+
+var dtName = [3]string{"f32", "f16", "bf16"} // indexed by backend.DType
+
+// kernelSet holds the kernels of the model-independent modules.
+type kernelSet struct {
+	embed                                 [3]*kernel
+	rmsWarp, rmsBlock, add, add4          *kernel
+	swiglu, swiglu4, rope, gather, toBF16 *kernel
+	bf16ToF32, f16ToF32, kvStore, sigAdd  *kernel
+	fillBF16                              *kernel
+	gemv                                  [3][4]*kernel // dtype × R ∈ {1, 2, 4, 8}
+	gemv3                                 [4]*kernel    // bf16, R ∈ {1, 2, 4, 8}
+	addRMS                                *kernel
+	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
+	moeRoute, moeCombine                  *kernel
+}
+
+// attnKernels are compiled per (head dim, group size).
+type attnKernels struct {
+	split, combine *kernel
+	splitSmem      int     // dynamic shared memory of split (its K/V tiles)
+	prefill        *kernel // nil where the tensor-core kernel does not apply
+	prefillSmem    int
+}
+
+func cacheDir(opt string) string {
+	if opt != "" {
+		return opt
+	}
+	if d := os.Getenv("INFERNIX_KERNEL_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "infernix", "kernels")
+	}
+	return filepath.Join(os.TempDir(), "infernix-kernels")
+}
+
+// compile returns the image of module name with the given -D defines, from
+// the disk cache when present. The cache key covers the source (prelude
+// included), the options, the target architecture and the NVRTC version.
+func (b *Backend) compile(name string, defines []string) ([]byte, error) {
+	src, err := kernels.Source(name)
+	if err != nil {
+		return nil, err
+	}
+	opts := []string{"--gpu-architecture=" + b.arch, "--std=c++17", "-default-device"}
+	for _, d := range defines {
+		opts = append(opts, "-D"+d)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "infernix-kernels v1\x00%s\x00%s\x00%s\x00%v\x00", src, strings.Join(opts, "\x00"), b.rtc.Version(), b.cubin)
+	key := hex.EncodeToString(h.Sum(nil))[:32]
+	ext := ".ptx"
+	if b.cubin {
+		ext = ".cubin"
+	}
+	file := filepath.Join(b.cacheDir, strings.TrimSuffix(name, ".cu")+"-"+key+ext)
+	if img, err := os.ReadFile(file); err == nil && len(img) > 0 {
+		return img, nil
+	}
+	t0 := time.Now()
+	img, log, err := b.rtc.Compile(src, name, opts, b.cubin)
+	if err != nil {
+		return nil, fmt.Errorf("compiling kernels/%s %v: %w", name, defines, err)
+	}
+	if !b.cubin {
+		img = append(img, 0) // cuModuleLoadData reads PTX as a C string
+	}
+	b.logf("cuda: compiled kernels/%s %v for %s in %v", name, defines, b.arch, time.Since(t0).Round(time.Millisecond))
+	if log != "" && b.verbose {
+		b.logf("cuda: NVRTC log for %s:\n%s", name, log)
+	}
+	if err := os.MkdirAll(b.cacheDir, 0o755); err == nil {
+		if f, err := os.CreateTemp(b.cacheDir, ".tmp-*"); err == nil {
+			_, werr := f.Write(img)
+			cerr := f.Close()
+			if werr == nil && cerr == nil {
+				os.Rename(f.Name(), file) //nolint:errcheck // a cache miss next time is harmless
+			} else {
+				os.Remove(f.Name())
+			}
+		}
+	}
+	return img, nil
+}
+
+// load compiles (or reads from the cache) and loads a module, then resolves
+// the named kernels into the given destinations. The caller holds the thread.
+func (b *Backend) load(name string, defines []string, fns map[string]**kernel) error {
+	img, err := b.compile(name, defines)
+	if err != nil {
+		return err
+	}
+	b.pin()
+	defer b.unpin()
+	if b.err != nil {
+		return b.err
+	}
+	mod, err := b.drv.ModuleLoadData(img)
+	if err != nil {
+		return fmt.Errorf("loading kernels/%s: %w", name, err)
+	}
+	b.mods = append(b.mods, mod)
+	for n, dst := range fns {
+		f, err := b.drv.ModuleGetFunction(mod, n)
+		if err != nil {
+			return fmt.Errorf("kernels/%s: %w", name, err)
+		}
+		*dst = &kernel{name: n, fn: f}
+		if b.verbose {
+			regs, _ := b.drv.FuncGetAttribute(f, driver.FuncAttrNumRegs)
+			local, _ := b.drv.FuncGetAttribute(f, driver.FuncAttrLocalSizeBytes)
+			b.logf("cuda: %s: %d registers, %d bytes local memory", n, regs, local)
+		}
+	}
+	return nil
+}
+
+// loadKernels loads the model-independent modules.
+func (b *Backend) loadKernels() error {
+	k := &b.k
+	ew := map[string]**kernel{
+		"rmsnorm_warp": &k.rmsWarp, "rmsnorm_block": &k.rmsBlock, "add_f32": &k.add, "add_f32x4": &k.add4,
+		"swiglu_f32": &k.swiglu, "swiglu_f32x4": &k.swiglu4, "rope_f32": &k.rope, "gather_f32": &k.gather,
+		"to_bf16": &k.toBF16, "bf16_to_f32_k": &k.bf16ToF32, "f16_to_f32_k": &k.f16ToF32, "kv_store": &k.kvStore,
+		"sigmoid_gated_add": &k.sigAdd, "fill_random_bf16": &k.fillBF16, "add_rmsnorm": &k.addRMS,
+	}
+	gv := map[string]**kernel{"moe_route": &k.moeRoute, "moe_combine": &k.moeCombine}
+	for d, n := range dtName {
+		ew["embed_"+n] = &k.embed[d]
+		for i, r := range []int{1, 2, 4, 8} {
+			gv[fmt.Sprintf("gemv_%s_r%d", n, r)] = &k.gemv[d][i]
+			if n == "bf16" {
+				gv[fmt.Sprintf("gemv3_bf16_r%d", r)] = &k.gemv3[i]
+			}
+		}
+		gv["gemv_scalar_"+n] = &k.gemvScalar[d]
+		gv["gemv_indexed_"+n] = &k.gemvIdx[d]
+		gv["gemv_indexed_scalar_"+n] = &k.gemvIdxScalar[d]
+	}
+	if err := b.load("elementwise.cu", nil, ew); err != nil {
+		return err
+	}
+	return b.load("gemv.cu", nil, gv)
+}
+
+// attnFor returns the attention kernels for head dim hd and group size g,
+// compiling them on first use.
+func (b *Backend) attnFor(hd, g int) (*attnKernels, error) {
+	key := [2]int{hd, g}
+	if a := b.attn[key]; a != nil {
+		return a, nil
+	}
+	if hd < 8 || hd > 256 || hd%8 != 0 {
+		return nil, fmt.Errorf("cuda: head_dim %d is not supported (a multiple of 8 from 8 to 256)", hd)
+	}
+	if g < 1 || g > 16 {
+		return nil, fmt.Errorf("cuda: %d query heads per KV head is not supported (1…16)", g)
+	}
+	b.needEager() // compiling and loading a module is no graph work
+	b.pin()
+	defer b.unpin()
+	a := &attnKernels{}
+	defs := []string{fmt.Sprintf("HD=%d", hd), fmt.Sprintf("G=%d", g)}
+	if err := b.load("attention.cu", defs, map[string]**kernel{"attn_split": &a.split, "attn_combine": &a.combine}); err != nil {
+		return nil, err
+	}
+	a.splitSmem = 2 * 128 * (hd + 8) * 2
+	if a.splitSmem > b.maxSmem-16<<10 {
+		return nil, fmt.Errorf("cuda: head_dim %d needs %d bytes of shared memory per block; the device allows %d", hd, a.splitSmem, b.maxSmem)
+	}
+	if err := b.drv.FuncSetAttribute(a.split.fn, driver.FuncAttrMaxDynamicShared, a.splitSmem); err != nil {
+		return nil, err
+	}
+	if hd%16 == 0 && hd&(hd-1) == 0 && hd <= 128 && g <= 16 && g&(g-1) == 0 {
+		a.prefillSmem = 4 * 64 * (hd + 8) * 2
+		if a.prefillSmem <= b.maxSmem {
+			if err := b.load("prefill.cu", defs, map[string]**kernel{"attn_prefill": &a.prefill}); err != nil {
+				return nil, err
+			}
+			if err := b.drv.FuncSetAttribute(a.prefill.fn, driver.FuncAttrMaxDynamicShared, a.prefillSmem); err != nil {
+				return nil, err
+			}
+		}
+	}
+	b.attn[key] = a
+	return a, nil
+}

@@ -1,0 +1,93 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
+	"github.com/infernix/infernix/kernels"
+)
+
+// TestKernelsCompile compiles every module for sm_90 (and the attention
+// modules for the head sizes the models use) wherever NVRTC is installed.
+// NVRTC needs no GPU, so this checks the kernels' syntax and resource use on
+// build machines with the CUDA toolkit; elsewhere it skips.
+func TestKernelsCompile(t *testing.T) {
+	rtc, err := driver.LoadNVRTC()
+	if errors.Is(err, driver.ErrNotAvailable) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, cubin := rtc.Target(90)
+	opts := []string{"--gpu-architecture=" + arch, "--std=c++17", "-default-device"}
+	if os.Getenv("INFERNIX_PTXAS_VERBOSE") != "" {
+		opts = append(opts, "--ptxas-options=-v")
+	}
+	type job struct {
+		mod  string
+		defs []string
+	}
+	var jobs []job
+	for _, m := range kernels.Modules {
+		switch m {
+		case "attention.cu", "prefill.cu":
+			for _, hd := range []int{64, 128} {
+				for _, g := range []int{1, 2, 4, 8, 16} {
+					jobs = append(jobs, job{m, []string{fmt.Sprintf("HD=%d", hd), fmt.Sprintf("G=%d", g)}})
+				}
+			}
+			if m == "attention.cu" {
+				jobs = append(jobs, job{m, []string{"HD=256", "G=8"}}, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=40", "G=4"}}, job{m, []string{"HD=128", "G=3"}})
+			} else {
+				jobs = append(jobs, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=32", "G=4"}})
+			}
+		default:
+			jobs = append(jobs, job{m, nil})
+		}
+	}
+	for _, j := range jobs {
+		j := j
+		t.Run(fmt.Sprintf("%s%v", j.mod, j.defs), func(t *testing.T) {
+			t.Parallel()
+			compileJob(t, rtc, j.mod, j.defs, opts, cubin)
+		})
+	}
+}
+
+func compileJob(t *testing.T, rtc *driver.NVRTC, mod string, defs, opts []string, cubin bool) {
+	j := struct {
+		mod  string
+		defs []string
+	}{mod, defs}
+	{
+		src, err := kernels.Source(j.mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := append([]string(nil), opts...)
+		for _, d := range j.defs {
+			o = append(o, "-D"+d)
+		}
+		_, log, err := rtc.Compile(src, j.mod, o, cubin)
+		if err != nil {
+			t.Errorf("%s %v: %v", j.mod, j.defs, err)
+			return
+		}
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(line, "spill") && !strings.Contains(line, " 0 bytes spill stores") {
+				t.Logf("%s %v: %s", j.mod, j.defs, line)
+			}
+			if os.Getenv("INFERNIX_PTXAS_VERBOSE") != "" && strings.Contains(line, "Used") {
+				t.Logf("%s %v: %s", j.mod, j.defs, strings.TrimSpace(line))
+			}
+		}
+		if strings.Contains(log, "warning") {
+			t.Logf("%s %v warnings:\n%s", j.mod, j.defs, log)
+		}
+	}
+}

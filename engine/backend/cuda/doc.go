@@ -1,0 +1,55 @@
+// Package cuda is the GPU backend: the operators of backend.Backend as CUDA
+// kernels (kernels/*.cu, compiled by NVRTC at run time for the device's
+// architecture and cached on disk), matrix products through cuBLASLt for
+// prefill and a bandwidth-bound kernel for decode, a paged bf16 KV cache, and
+// decode steps replayed as CUDA graphs. The binary stays CGO-free: libcuda,
+// libnvrtc and libcublasLt are opened with purego (package driver).
+//
+// # Threads
+//
+// A CUDA context is current per OS thread. The driver package owns one OS
+// thread for the device (a goroutine locked to it for the life of the
+// process): New makes the device's primary context current there, and every
+// libcuda and cuBLASLt call runs on that thread. A caller on another thread
+// hands the call over and waits (about 30 µs on the H200 machine), so
+// results never depend on which goroutine calls; calls must still not
+// overlap (the backend.Backend contract: one goroutine at a time). The
+// scheduler can run its loop on the device thread itself with
+// RunOnDeviceThread (backend.DeviceThreadRunner) and pay no hand-over.
+// (Calling the driver directly from whichever thread the caller was on,
+// with the context made current there, failed on the H200 machine:
+// cuMemcpyHtoDAsync returned CUDA_ERROR_INVALID_VALUE for calls from
+// goroutines other than the one that created the context. The cause was not
+// found; one owning thread removed it.)
+//
+// # Errors
+//
+// Shape and contract violations panic, as in the CPU backend. A failing
+// CUDA, NVRTC or cuBLASLt call is turned into an error naming the call; the
+// first one is kept (Err), later operators are skipped, and ReadRows fills
+// its destination with NaN so that no stale logits pass for results. Callers
+// check the optional backend.Checker interface after a forward pass.
+//
+// # Graphs
+//
+// The backend records every operator as a list of low-level records (kernel
+// launch with its arguments, copy, cuBLASLt product). Per-forward metadata
+// (token ids, positions, block tables) is staged in a pinned host arena and
+// copied to a device arena by records of the same list, so kernels read it
+// through fixed addresses. A forward begins at Embed and ends at ReadRows.
+// When a forward of T ≤ MaxGraphTokens tokens has run eagerly once, the next
+// one of the same T is captured into a CUDA graph; later forwards whose
+// records equal a captured list only stage their metadata on the host, and
+// ReadRows launches the graph (one launch instead of hundreds). A forward
+// that departs from every captured list runs the records it skipped eagerly
+// and carries on eagerly, so replay never changes results. No model code is
+// involved.
+//
+// # Environment
+//
+//	INFERNIX_CUDA_GRAPHS=0        run every forward eagerly
+//	INFERNIX_CUDA_ATTN=split      never use the tensor-core prefill attention
+//	INFERNIX_CUDA_GEMV_MAX=N      most rows through the decode GEMV (default 8)
+//	INFERNIX_KERNEL_CACHE=DIR     compiled-kernel cache (default: user cache dir)
+//	INFERNIX_CUDA_VERBOSE=1       log compilation and kernel resources
+package cuda

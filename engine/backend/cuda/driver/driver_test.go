@@ -1,0 +1,64 @@
+package driver
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// TestNVRTCCompile compiles a kernel to a cubin for sm_90 (and PTX) where
+// NVRTC is installed; NVRTC needs no GPU, so this runs on any machine with
+// the library and skips elsewhere.
+func TestNVRTCCompile(t *testing.T) {
+	n, err := LoadNVRTC()
+	if err != nil {
+		if errors.Is(err, ErrNotAvailable) {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Logf("NVRTC %s from %s, archs %v", n.Version(), n.Path(), n.archs)
+	src := `extern "C" __global__ void axpy(float* y, const float* x, float a, int n) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) y[i] += a * x[i];
+}`
+	arch, cubin := n.Target(90)
+	img, log, err := n.Compile(src, "axpy.cu", []string{"--gpu-architecture=" + arch}, cubin)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	if cubin && !bytes.HasPrefix(img, []byte("\x7fELF")) {
+		t.Fatalf("cubin is not an ELF image (%d bytes, log %q)", len(img), log)
+	}
+	if !cubin && !bytes.Contains(img, []byte(".entry axpy")) {
+		t.Fatalf("PTX lacks the kernel entry")
+	}
+	// A syntax error is reported with the compiler's log.
+	_, _, err = n.Compile("extern \"C\" __global__ void bad( {", "bad.cu", []string{"--gpu-architecture=" + arch}, cubin)
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("bad.cu")) {
+		t.Fatalf("expected a compile error naming bad.cu, got %v", err)
+	}
+}
+
+// TestDriverUnavailable checks that a machine without libcuda reports
+// ErrNotAvailable rather than failing otherwise.
+func TestDriverUnavailable(t *testing.T) {
+	d, err := LoadDriver()
+	if err == nil {
+		t.Skipf("libcuda present (%s, CUDA %d)", d.Path(), d.Version())
+	}
+	if !errors.Is(err, ErrNotAvailable) {
+		t.Fatalf("want ErrNotAvailable, got %v", err)
+	}
+}
+
+func TestStatusMasksUpperBits(t *testing.T) {
+	for _, c := range []struct {
+		in   uintptr
+		want int
+	}{{0, 0}, {0xdeadbeef00000000, 0}, {0xffffffff00000002, 2}, {0x00000000ffffffff, -1}} {
+		if got := status(c.in); got != c.want {
+			t.Errorf("status(%#x) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}

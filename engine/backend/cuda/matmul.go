@@ -1,0 +1,131 @@
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
+)
+
+// gemmKey identifies a planned cuBLASLt product.
+type gemmKey struct {
+	O, T, I int
+	dt      backend.DType
+}
+
+// MatMul computes out[r, o] = Σ_i x[r, i]·w[o, i]. Up to gemvMax rows go
+// through the bandwidth-bound GEMV kernels (weights read once, f32
+// activations); more rows of a BF16 (or F32) weight go through cuBLASLt
+// (activations rounded to bf16 for BF16 weights, f32 accumulation).
+func (b *Backend) MatMul(out, x, w backend.Tensor) {
+	o, xx, ww := f32t(out, "MatMul"), f32t(x, "MatMul"), tensor(w)
+	T, I, O := xx.rows, xx.cols, ww.rows
+	if ww.cols != I || o.rows != T || o.cols != O {
+		panic(fmt.Sprintf("cuda: MatMul shapes out %dx%d x %dx%d w %dx%d", o.rows, o.cols, T, I, O, ww.cols))
+	}
+	b.matmul(o.ptr, xx.ptr, ww, T, I, O)
+}
+
+func (b *Backend) matmul(out, x driver.DevPtr, w *Tensor, T, I, O int) {
+	b.matmulOpt(out, x, w, T, I, O, true)
+}
+
+// matmulOpt is matmul; allowLt=false keeps f32 activations for any T (the
+// MoE router: rounding its inputs could flip a close expert choice).
+func (b *Backend) matmulOpt(out, x driver.DevPtr, w *Tensor, T, I, O int, allowLt bool) {
+	if b.err != nil || T == 0 || O == 0 {
+		return
+	}
+	if I == 0 {
+		b.memset(out, 0, T*O)
+		return
+	}
+	if allowLt && T > b.gemvMax && b.lt != nil && I%8 == 0 && (w.dt == backend.BF16 || w.dt == backend.F32) {
+		if b.gemmLt(out, x, w, T, I, O) {
+			return
+		}
+	}
+	if I%8 != 0 {
+		b.launch(b.k.gemvScalar[w.dt], blocks(O, 8), uint32(T), 1, 256, 1, 0, ptr(out), ptr(x), ptr(w.ptr), i32(I), i32(O))
+		return
+	}
+	if b.holdGemv(out, x, w, T, I, O) {
+		return
+	}
+	for r0 := 0; r0 < T; r0 += 8 {
+		n := min(8, T-r0)
+		ri := gemvIndex(n)
+		b.launch(b.k.gemv[w.dt][ri], blocks(O, gemvBlockRows), 1, 1, 256, 1, 0,
+			ptr(out+driver.DevPtr(4*r0*O)), ptr(x+driver.DevPtr(4*r0*I)), ptr(w.ptr), i32(n), i32(I), i32(O))
+	}
+}
+
+// gemmLt runs the product through cuBLASLt: row-major out[T,O] = x[T,I]·wᵀ is
+// column-major outᵀ[O,T] = W[I,O]ᵀ·xᵀ[I,T] ("TN"). False if cuBLASLt has no
+// algorithm for the shape (the caller falls back to the GEMV kernels).
+func (b *Backend) gemmLt(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
+	key := gemmKey{O: O, T: T, I: I, dt: w.dt}
+	g, ok := b.gemms[key]
+	if !ok {
+		b.needEager()
+		runtime.LockOSThread()
+		if !b.bind() {
+			runtime.UnlockOSThread()
+			return true
+		}
+		typ := driver.DataBF16
+		if w.dt == backend.F32 {
+			typ = driver.DataF32
+		}
+		var err error
+		g, err = b.lt.PlanGemm(driver.OpT, driver.OpN, O, T, I, typ, I, typ, I, driver.DataF32, O, b.ws.size)
+		runtime.UnlockOSThread()
+		if err != nil {
+			b.logf("cuda: cuBLASLt has no plan for %v: %v; using the GEMV kernels", key, err)
+			g = nil
+		}
+		b.gemms[key] = g
+	}
+	if g == nil {
+		return false
+	}
+	src := x
+	if w.dt == backend.BF16 {
+		n := T * I
+		xb, ok := b.scratchPtr(scrXBF16, uint64(2*n))
+		if !ok {
+			return true
+		}
+		b.launch(b.k.toBF16, gridFor(n/2), 1, 1, 256, 1, 0, ptr(xb), ptr(x), uint64(n/2))
+		src = xb
+	}
+	r := rec{kind: recGemm, nargs: 3, gemm: g}
+	r.args[0], r.args[1], r.args[2] = uint64(w.ptr), uint64(src), uint64(out)
+	b.submit(&r)
+	return true
+}
+
+func (b *Backend) memset(p driver.DevPtr, v uint32, words int) {
+	if words == 0 || b.err != nil {
+		return
+	}
+	r := rec{kind: recMemset, nargs: 3}
+	r.args[0], r.args[1], r.args[2] = uint64(p), uint64(v), uint64(words)
+	b.submit(&r)
+}
+
+// copyDtoD records a device-to-device copy (tests and tools); it runs on
+// the stream as a kernel-free record.
+func (b *Backend) copyDtoD(dst, src driver.DevPtr, n int) {
+	if n == 0 || b.err != nil {
+		return
+	}
+	r := rec{kind: recDtoD, nargs: 3}
+	r.args[0], r.args[1], r.args[2] = uint64(dst), uint64(src), uint64(n)
+	b.submit(&r)
+}
+
+// gemvBlockRows is the outputs per block of the GEMV kernels (GW_WARPS ×
+// GW_RW in kernels/gemv.cu).
+const gemvBlockRows = 16

@@ -1,0 +1,448 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/safetensors"
+
+	_ "github.com/infernix/infernix/engine/arch/qwen3"
+)
+
+// testWeights makes deterministic random BF16 weights from each tensor's
+// name, scaled so that a small random model has peaked next-token
+// distributions (clear greedy choices), and uploads them to its backend.
+type testWeights struct {
+	be   backend.Backend
+	seed uint64
+}
+
+func (w *testWeights) Has(name string) bool { return true }
+
+func (w *testWeights) Tensor(name string, shape ...int) (backend.Tensor, error) {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	r := rand.New(rand.NewPCG(w.seed, h.Sum64()))
+	scale, base := float32(0.08), float32(0)
+	switch {
+	case strings.Contains(name, "norm"):
+		scale, base = 0.2, 1
+	case strings.Contains(name, "embed"):
+		scale = 1
+	case strings.Contains(name, "lm_head"):
+		scale = 0.25
+	case strings.Contains(name, "mlp.gate.weight"):
+		scale = 0.5
+	}
+	buf := make([]byte, 2*n)
+	for i := 0; i < n; i++ {
+		v := base + (r.Float32()*2-1)*scale
+		binary.LittleEndian.PutUint16(buf[2*i:], uint16(math.Float32bits(v)>>16))
+	}
+	return w.be.Upload(name, backend.BF16, shape, buf)
+}
+
+func smallConfig(arch string) *model.Config {
+	c := &model.Config{Architectures: []string{arch}, VocabSize: 1000, HiddenSize: 256, IntermediateSize: 512,
+		NumHiddenLayers: 3, NumAttentionHeads: 8, NumKeyValueHeads: 2, HeadDim: 32, RMSNormEps: 1e-6,
+		RopeTheta: 10000, MaxPositionEmbeddings: 4096, HiddenAct: "silu",
+		NumExperts: 8, NumExpertsPerTok: 2, MoeIntermediateSize: 64, DecoderSparseStep: 1, NormTopkProb: true}
+	if arch == "Qwen3MoeForCausalLM" {
+		c.HeadDim, c.NumAttentionHeads, c.NumKeyValueHeads = 64, 4, 2
+	}
+	return c
+}
+
+func build(t testing.TB, cfg *model.Config, ws model.WeightSource, be backend.Backend) model.Model {
+	t.Helper()
+	bld, err := model.Lookup(cfg.Arch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bld(cfg, ws, be, model.Options{KVBlocks: 64, MaxBatchTokens: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+type lane struct {
+	blocks []int32
+	toks   []int32
+}
+
+// step runs one forward over several lanes: lane i contributes toks[i]
+// (its next tokens, at positions after what it holds) and wants logits of
+// its last token.
+func step(t testing.TB, m model.Model, lanes []*lane, toks [][]int32) [][]float32 {
+	t.Helper()
+	b := &model.Batch{}
+	for i, l := range lanes {
+		b.Attn.Blocks = append(b.Attn.Blocks, l.blocks)
+		for _, tk := range toks[i] {
+			b.Tokens = append(b.Tokens, tk)
+			b.Attn.Seq = append(b.Attn.Seq, int32(i))
+			b.Attn.Pos = append(b.Attn.Pos, int32(len(l.toks)))
+			l.toks = append(l.toks, tk)
+		}
+		b.Outputs = append(b.Outputs, int32(len(b.Tokens)-1))
+	}
+	V := m.Config().VocabSize
+	dst := make([]float32, len(lanes)*V)
+	if err := m.Forward(b, dst); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := anyBackendErr(m); ok {
+		t.Fatal(c)
+	}
+	out := make([][]float32, len(lanes))
+	for i := range out {
+		out[i] = dst[i*V : (i+1)*V]
+	}
+	return out
+}
+
+func anyBackendErr(model.Model) (error, bool) {
+	if shared != nil && shared.err != nil {
+		return shared.err, true
+	}
+	return nil, false
+}
+
+func logSoftmax(x []float32) []float64 {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		mx = math.Max(mx, float64(v))
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(float64(v) - mx)
+	}
+	l := mx + math.Log(s)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - l
+	}
+	return out
+}
+
+// topDelta is the largest |Δ log-prob| over the reference's top 10, and the
+// reference's margin between its two best tokens.
+func topDelta(got, want []float32) (worst, margin float64, best int) {
+	lg, lw := logSoftmax(got), logSoftmax(want)
+	idx := make([]int, len(lw))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return lw[idx[a]] > lw[idx[b]] })
+	for _, i := range idx[:min(10, len(idx))] {
+		worst = math.Max(worst, math.Abs(lg[i]-lw[i]))
+	}
+	return worst, lw[idx[0]] - lw[idx[1]], idx[0]
+}
+
+func argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// checkModels runs the same prompts through the GPU and the CPU model:
+// prefill logits and a multi-lane decode must agree on the top-10 log-probs
+// within tol (the issue's 2e-2 for the reference fixtures), and greedy
+// continuations must be identical, or part only at a near-tie (the CPU's
+// two best within 0.05).
+func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, tol float64) {
+	V := g.Config().VocabSize
+	nl := len(prompts)
+	mk := func(base int) []*lane {
+		ls := make([]*lane, nl)
+		for i := range ls {
+			ls[i] = &lane{}
+			for j := 0; j < 8; j++ {
+				ls[i].blocks = append(ls[i].blocks, int32(base+i*8+(7-j)))
+			}
+		}
+		return ls
+	}
+	gl, cl := mk(0), mk(0)
+	// Prefill each lane separately (chunks of the prompt), then decode all
+	// lanes together.
+	for i, p := range prompts {
+		half := len(p) / 2
+		step(t, g, gl[i:i+1], [][]int32{p[:half]})
+		step(t, c, cl[i:i+1], [][]int32{p[:half]})
+		lg := step(t, g, gl[i:i+1], [][]int32{p[half:]})[0]
+		lc := step(t, c, cl[i:i+1], [][]int32{p[half:]})[0]
+		w, _, _ := topDelta(lg, lc)
+		t.Logf("lane %d prefill (%d tokens): max |Δ log-prob| top-10 = %.2e", i, len(p), w)
+		if w > tol {
+			t.Errorf("lane %d prefill: max |Δ log-prob| %.3g > %.3g", i, w, tol)
+		}
+	}
+	nextG := make([][]int32, nl)
+	nextC := make([][]int32, nl)
+	for i := range prompts {
+		nextG[i] = []int32{int32((i*31 + 7) % V)}
+		nextC[i] = nextG[i]
+	}
+	diverged := make([]bool, nl)
+	var worst float64
+	for s := 0; s < steps; s++ {
+		lg := step(t, g, gl, nextG)
+		lc := step(t, c, cl, nextC)
+		for i := range lg {
+			if diverged[i] {
+				continue
+			}
+			w, margin, best := topDelta(lg[i], lc[i])
+			worst = math.Max(worst, w)
+			if w > tol {
+				t.Errorf("lane %d step %d: max |Δ log-prob| %.3g > %.3g", i, s, w, tol)
+			}
+			ag := argmax(lg[i])
+			if int(ag) != best {
+				if margin >= 0.05 {
+					t.Errorf("lane %d step %d: greedy %d on the GPU, %d on the CPU (margin %.3g)", i, s, ag, best, margin)
+				} else {
+					t.Logf("lane %d step %d: near-tie (margin %.3g): GPU %d, CPU %d; lane stops", i, s, margin, ag, best)
+				}
+				diverged[i] = true
+			}
+			nextG[i] = []int32{ag}
+			nextC[i] = []int32{int32(best)}
+		}
+	}
+	t.Logf("decode: %d lanes × %d steps, max |Δ log-prob| top-10 = %.2e", nl, steps, worst)
+}
+
+func prompts(r *rand.Rand, V int, lens ...int) [][]int32 {
+	var ps [][]int32
+	for _, n := range lens {
+		p := make([]int32, n)
+		for i := range p {
+			p[i] = int32(r.IntN(V))
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// TestModelRandom: a small random Qwen3 (dense and MoE) on the GPU against
+// the CPU backend.
+func TestModelRandom(t *testing.T) {
+	b := gpu(t)
+	r := newRand(t)
+	for _, arch := range []string{"Qwen3ForCausalLM", "Qwen3MoeForCausalLM"} {
+		t.Run(arch, func(t *testing.T) {
+			cfg := smallConfig(arch)
+			seed := r.Uint64()
+			g := build(t, cfg, &testWeights{be: b, seed: seed}, b)
+			c := build(t, cfg, &testWeights{be: cpuBe, seed: seed}, cpuBe)
+			r0, c0, _ := b.GraphStats()
+			checkModels(t, g, c, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2)
+			r1, c1, f1 := b.GraphStats()
+			t.Logf("graphs: %d captured, %d replays, %d fallbacks", c1-c0, r1-r0, f1)
+			if b.g.enabled && r1 == r0 {
+				t.Errorf("no decode step was replayed from a graph")
+			}
+		})
+	}
+}
+
+// TestGraphsMatchEager: decode steps replayed from graphs give bit-identical
+// logits to the same steps run eagerly.
+func TestGraphsMatchEager(t *testing.T) {
+	b := gpu(t)
+	if !b.g.enabled {
+		t.Skip("graphs disabled")
+	}
+	r := newRand(t)
+	cfg := smallConfig("Qwen3ForCausalLM")
+	m := build(t, cfg, &testWeights{be: b, seed: r.Uint64()}, b)
+	p := prompts(r, cfg.VocabSize, 50)[0]
+	run := func(base int32) [][]float32 {
+		l := []*lane{{blocks: []int32{base + 3, base + 1, base + 2, base}}}
+		step(t, m, l, [][]int32{p})
+		var out [][]float32
+		next := int32(5)
+		for s := 0; s < 12; s++ {
+			lg := step(t, m, l, [][]int32{{next}})[0]
+			out = append(out, append([]float32(nil), lg...))
+			next = argmax(lg)
+		}
+		return out
+	}
+	b.g.enabled = false
+	eager := run(0)
+	b.g.enabled = true
+	r0, _, _ := b.GraphStats()
+	graphed := run(8)
+	r1, _, _ := b.GraphStats()
+	if r1-r0 < 8 {
+		t.Errorf("only %d of 12 decode steps replayed", r1-r0)
+	}
+	for s := range eager {
+		for i := range eager[s] {
+			if eager[s][i] != graphed[s][i] {
+				t.Fatalf("step %d logit %d: eager %v, graph %v", s, i, eager[s][i], graphed[s][i])
+			}
+		}
+	}
+}
+
+// TestFixtures runs the committed tiny checkpoints (tests/testdata/models)
+// on both backends. The reference fixtures (random weights, with
+// tests/testdata/reference/<name>.json) must agree within the issue's 2e-2;
+// the trained demo models have sharper distributions, and there the bf16 KV
+// cache (the CPU keeps f32) moves low-ranked log-probs by up to ~0.09 (H200,
+// 2026-12-01): they are held to 0.15, with greedy choices still identical
+// or parting only at a near-tie.
+func TestFixtures(t *testing.T) {
+	dirs, _ := filepath.Glob("../../../tests/testdata/models/*/config.json")
+	if len(dirs) == 0 {
+		t.Skip("no fixtures in tests/testdata/models")
+	}
+	b := gpu(t)
+	r := newRand(t)
+	for _, f := range dirs {
+		dir := filepath.Dir(f)
+		cfg, err := model.LoadConfig(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Arch() != "Qwen3ForCausalLM" && cfg.Arch() != "Qwen3MoeForCausalLM" {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			set, err := safetensors.OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer set.Close()
+			g := build(t, cfg, &model.FileWeights{Set: set, Be: b}, b)
+			c := build(t, cfg, &model.FileWeights{Set: set, Be: cpuBe}, cpuBe)
+			tol := 0.15
+			if _, err := os.Stat(filepath.Join("../../../tests/testdata/reference", filepath.Base(dir)+".json")); err == nil {
+				tol = 2e-2
+			}
+			checkModels(t, g, c, prompts(r, cfg.VocabSize, 40, 17, 5), 16, tol)
+		})
+	}
+}
+
+// hfReference is what tests/device/hf_compare.py writes.
+type hfReference struct {
+	Model   string `json:"model"`
+	Arch    string `json:"arch"`
+	Prompts []struct {
+		Tokens       []int32        `json:"tokens"`
+		Top          [][][2]float64 `json:"top"`
+		Greedy       []int32        `json:"greedy"`
+		GreedyMargin []float64      `json:"greedy_margin"`
+	} `json:"prompts"`
+}
+
+// TestHFReference compares the CUDA backend with transformers on random
+// checkpoints of real shapes made on the GPU machine
+// (INFERNIX_HF_DIR=<hf_compare.py's output>): top-10 log-probs at every
+// prompt position and the greedy continuation (identical, or parting at a
+// near-tie of the reference).
+func TestHFReference(t *testing.T) {
+	root := os.Getenv("INFERNIX_HF_DIR")
+	if root == "" {
+		t.Skip("set INFERNIX_HF_DIR to the output of tests/device/hf_compare.py")
+	}
+	b := gpu(t)
+	files, _ := filepath.Glob(filepath.Join(root, "*", "reference.json"))
+	if len(files) == 0 {
+		t.Fatalf("no */reference.json under %s", root)
+	}
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			var ref hfReference
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(data, &ref); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := model.LoadConfig(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set, err := safetensors.OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer set.Close()
+			m := build(t, cfg, &model.FileWeights{Set: set, Be: b}, b)
+			V := cfg.VocabSize
+			for pi, p := range ref.Prompts {
+				blocks := []int32{int32(8*pi + 3), int32(8*pi + 1), int32(8*pi + 2), int32(8 * pi), int32(8*pi + 4)}
+				bt := &model.Batch{Tokens: p.Tokens, Attn: backend.AttnBatch{Blocks: [][]int32{blocks}}}
+				for i := range p.Tokens {
+					bt.Attn.Seq = append(bt.Attn.Seq, 0)
+					bt.Attn.Pos = append(bt.Attn.Pos, int32(i))
+					bt.Outputs = append(bt.Outputs, int32(i))
+				}
+				dst := make([]float32, len(p.Tokens)*V)
+				if err := m.Forward(bt, dst); err != nil {
+					t.Fatal(err)
+				}
+				if b.err != nil {
+					t.Fatal(b.err)
+				}
+				var worst float64
+				for pos, top := range p.Top {
+					lp := logSoftmax(dst[pos*V : (pos+1)*V])
+					for _, pair := range top {
+						worst = math.Max(worst, math.Abs(lp[int(pair[0])]-pair[1]))
+					}
+				}
+				t.Logf("prompt %d (%d tokens): max |Δ log-prob| over top-10 vs transformers = %.3g", pi, len(p.Tokens), worst)
+				// Measured 0.04–0.15 on the H200 (2026-12-01): bf16
+				// activations in cuBLASLt prefill products and the bf16
+				// KV cache, against a float32 reference; 0.25 catches
+				// real breakage, not rounding.
+				if worst > 0.25 {
+					t.Errorf("prompt %d: max |Δ log-prob| %.3g > 0.25", pi, worst)
+				}
+				l := &lane{blocks: blocks, toks: append([]int32(nil), p.Tokens...)}
+				next := argmax(dst[(len(p.Tokens)-1)*V:])
+				for s, want := range p.Greedy {
+					if next != want {
+						if p.GreedyMargin[s] < 0.05 {
+							t.Logf("prompt %d step %d: near-tie (margin %.3g): %d vs transformers' %d", pi, s, p.GreedyMargin[s], next, want)
+						} else {
+							t.Errorf("prompt %d step %d: greedy %d, transformers %d (margin %.3g)", pi, s, next, want, p.GreedyMargin[s])
+						}
+						break
+					}
+					lg := step(t, m, []*lane{l}, [][]int32{{next}})[0]
+					next = argmax(lg)
+				}
+			}
+		})
+	}
+}

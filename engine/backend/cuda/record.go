@@ -1,0 +1,437 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
+)
+
+type recKind uint8
+
+const (
+	recLaunch recKind = iota + 1
+	recHtoD           // args: device dst, arena offset, bytes
+	recDtoH           // args: ReadRows buffer offset, device src, bytes
+	recGemm           // args: A, B, D
+	recMemset         // args: device dst, 32-bit value, words
+	recDtoD           // args: device dst, device src, bytes
+)
+
+// rec is one unit of device work. Operators turn into lists of records;
+// executing a record enqueues it on the stream. Records are compared by
+// value to decide whether a forward matches a captured graph, so every
+// field that affects the work is in the record and nothing else is.
+type rec struct {
+	kind  recKind
+	nargs uint8
+	k     *kernel
+	gemm  *driver.Gemm
+	grid  [3]uint32
+	block [2]uint32
+	smem  uint32
+	args  [maxArgs]uint64
+}
+
+// launch records a kernel launch (block = bx × by threads).
+func (b *Backend) launch(k *kernel, gx, gy, gz, bx, by, smem uint32, args ...uint64) {
+	if b.err != nil {
+		return
+	}
+	if gx == 0 || gy == 0 || gz == 0 {
+		return // nothing to do (an empty batch)
+	}
+	r := rec{kind: recLaunch, k: k, grid: [3]uint32{gx, gy, gz}, block: [2]uint32{bx, by}, smem: smem}
+	if len(args) > maxArgs {
+		panic("cuda: too many kernel arguments")
+	}
+	r.nargs = uint8(copy(r.args[:], args))
+	b.submit(&r)
+}
+
+func (b *Backend) submitCopyHtoD(dst driver.DevPtr, off, n int) {
+	if n == 0 || b.err != nil {
+		return
+	}
+	r := rec{kind: recHtoD, nargs: 3}
+	r.args[0], r.args[1], r.args[2] = uint64(dst), uint64(off), uint64(n)
+	b.submit(&r)
+}
+
+// exec enqueues one record. The caller holds the OS thread.
+func (b *Backend) exec(r *rec) error {
+	if !b.bind() {
+		return b.err
+	}
+	switch r.kind {
+	case recLaunch:
+		copy(b.argv[:], r.args[:r.nargs])
+		if err := b.drv.Launch(r.k.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], 1, r.smem, b.stream,
+			unsafe.Pointer(&b.argp[0])); err != nil {
+			return fmt.Errorf("%s (grid %v, block %v): %w", r.k.name, r.grid, r.block, err)
+		}
+	case recHtoD:
+		return b.drv.HtoDAsync(driver.DevPtr(r.args[0]), unsafe.Add(b.meta.host.p, int(r.args[1])), r.args[2], b.stream)
+	case recDtoH:
+		return b.drv.DtoHAsync(unsafe.Add(b.out.p, int(r.args[0])), driver.DevPtr(r.args[1]), r.args[2], b.stream)
+	case recGemm:
+		return r.gemm.Run(driver.DevPtr(r.args[0]), driver.DevPtr(r.args[1]), driver.DevPtr(r.args[2]), b.ws.p, b.ws.size, b.stream)
+	case recMemset:
+		return b.drv.MemsetD32Async(driver.DevPtr(r.args[0]), uint32(r.args[1]), r.args[2], b.stream)
+	case recDtoD:
+		return b.drv.DtoDAsync(driver.DevPtr(r.args[0]), driver.DevPtr(r.args[1]), r.args[2], b.stream)
+	}
+	return nil
+}
+
+// submit runs a record eagerly, adds it to the graph being captured, or
+// checks it against the graphs being replayed.
+func (b *Backend) submit(r *rec) {
+	if b.err != nil {
+		return
+	}
+	if b.pend.kind != pendNone && !b.pend.flushing {
+		b.flush()
+	}
+	g := &b.g
+	switch g.mode {
+	case modeReplay:
+		if g.match(r) {
+			return
+		}
+		b.leaveGraph()
+	case modeCapture:
+		g.cur = append(g.cur, *r)
+		runtime.LockOSThread()
+		err := b.exec(r)
+		runtime.UnlockOSThread()
+		if err != nil {
+			b.leaveGraph() // re-runs the records eagerly, this one included
+		}
+		return
+	}
+	runtime.LockOSThread()
+	err := b.exec(r)
+	if err != nil && r.kind != recLaunch && r.kind != recGemm {
+		// A refused copy: rebind the context and try once more (see
+		// retryCopy).
+		b.logf("cuda: %v (thread %d, bound %d, current context %#x, ours %#x); retrying after rebinding",
+			err, unix.Gettid(), b.tid, uint64(b.drv.CurrentCtx()), uint64(b.ctx))
+		b.copyRetries++
+		if b.drv.SetCurrent(b.ctx) == nil {
+			b.tid = unix.Gettid()
+			err = b.exec(r)
+		}
+	}
+	b.fail(err)
+	runtime.UnlockOSThread()
+}
+
+type graphMode uint8
+
+const (
+	modeEager graphMode = iota
+	modeCapture
+	modeReplay
+)
+
+const maxCandidates = 4
+
+// graph is a captured forward: its executable and the records it holds.
+type graph struct {
+	exec  driver.GraphExec
+	trace []rec
+	used  uint64 // last use, for eviction
+}
+
+// graphState follows the forward in progress.
+type graphState struct {
+	b       *Backend
+	enabled bool
+	maxT    int
+
+	mode     graphMode
+	inStep   bool // between Embed and ReadRows
+	T        int  // tokens of the forward in progress
+	clean    bool // began with an empty arena and allocated nothing: offsets are reproducible
+	fellBack bool // left replay because no candidate matched
+	cur      []rec
+	alive    [maxCandidates]bool
+	cands    []*graph // candidates of this T being matched (replay)
+	ref      int      // a candidate that matched every record so far
+	pos      int      // records matched so far
+
+	graphs   map[int][]*graph
+	want     map[int]bool // capture the next forward of T
+	captures map[int]int
+	banned   map[int]bool
+	clock    uint64
+
+	// Statistics (tests, benchmarks).
+	Replays, Captures, Fallbacks int
+}
+
+func (g *graphState) init(b *Backend, opt Options) {
+	g.b = b
+	g.enabled = !opt.NoGraphs && b.drv.HasGraphs() && os.Getenv("INFERNIX_CUDA_GRAPHS") != "0"
+	g.maxT = opt.MaxGraphTokens
+	if g.maxT <= 0 {
+		g.maxT = 16
+	}
+	g.graphs = map[int][]*graph{}
+	g.want = map[int]bool{}
+	g.captures = map[int]int{}
+	g.banned = map[int]bool{}
+}
+
+// match advances the replay by one record; false when no candidate matches.
+func (g *graphState) match(r *rec) bool {
+	hit := -1
+	for i, c := range g.cands {
+		if !g.alive[i] {
+			continue
+		}
+		if g.pos < len(c.trace) && c.trace[g.pos] == *r {
+			if hit < 0 {
+				hit = i
+			}
+		} else {
+			g.alive[i] = false
+		}
+	}
+	if hit < 0 {
+		return false
+	}
+	g.ref = hit
+	g.pos++
+	return true
+}
+
+// beginStep starts a forward of T tokens (called by Embed before it stages
+// anything).
+func (b *Backend) beginStep(T int) {
+	g := &b.g
+	if g.mode != modeEager {
+		b.leaveGraph()
+	}
+	g.inStep, g.T, g.clean, g.fellBack, g.pos, g.ref = true, T, b.meta.off == 0, false, 0, 0
+	g.cands = g.cands[:0]
+	if !g.enabled || T > g.maxT || g.banned[T] || !g.clean || b.err != nil {
+		return
+	}
+	if g.want[T] && g.captures[T] < 16 {
+		// A forward of this T ran eagerly to the end (so every lazy
+		// allocation and upload is done) and no graph matched it:
+		// capture this one.
+		g.want[T] = false
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if !b.bind() {
+			return
+		}
+		if err := b.drv.BeginCapture(b.stream); err != nil {
+			g.banned[T] = true
+			b.logf("cuda: graph capture unavailable: %v", err)
+			return
+		}
+		g.mode = modeCapture
+		g.cur = g.cur[:0]
+		return
+	}
+	if cs := g.graphs[T]; len(cs) > 0 {
+		g.mode = modeReplay
+		g.cands = append(g.cands, cs...)
+		for i := range g.alive {
+			g.alive[i] = i < len(cs)
+		}
+	}
+}
+
+// needEager is called before anything that cannot be part of a graph
+// (allocation, a synchronisation, a host-dependent decision).
+func (b *Backend) needEager() {
+	b.flush()
+	if b.g.mode != modeEager {
+		b.leaveGraph()
+	}
+	b.g.clean = false
+}
+
+// leaveGraph abandons replay or capture: the records of this forward so far
+// run eagerly, and the forward continues eagerly.
+func (b *Backend) leaveGraph() {
+	g := &b.g
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var todo []rec
+	switch g.mode {
+	case modeReplay:
+		if len(g.cands) > 0 {
+			todo = g.cands[g.ref].trace[:g.pos]
+		}
+		g.fellBack = true
+	case modeCapture:
+		if b.bind() {
+			if gr, _ := b.drv.EndCapture(b.stream); gr != 0 {
+				b.drv.GraphDestroy(gr) //nolint:errcheck // discarding
+			}
+		}
+		todo = g.cur
+	default:
+		return
+	}
+	g.Fallbacks++
+	g.mode = modeEager
+	g.cands = g.cands[:0]
+	for i := range todo {
+		if err := b.exec(&todo[i]); err != nil {
+			b.fail(err)
+			return
+		}
+	}
+}
+
+// endStep is ReadRows' part: launch or finish the graph, or note that the
+// forward ran eagerly. The caller holds the thread; the stream is
+// synchronised after.
+func (b *Backend) endStep() {
+	g := &b.g
+	defer func() { g.inStep, g.mode = false, modeEager }()
+	switch g.mode {
+	case modeReplay:
+		var hit *graph
+		for i, c := range g.cands {
+			if g.alive[i] && g.pos == len(c.trace) {
+				hit = c
+				break
+			}
+		}
+		if hit == nil {
+			b.leaveGraph()
+			g.want[g.T] = g.clean
+			return
+		}
+		g.clock++
+		hit.used = g.clock
+		g.Replays++
+		b.fail(b.drv.GraphLaunch(hit.exec, b.stream))
+	case modeCapture:
+		gr, err := b.drv.EndCapture(b.stream)
+		if err != nil || gr == 0 {
+			b.logf("cuda: ending a capture of %d records: %v", len(g.cur), err)
+			b.leaveGraphAfterEnd()
+			return
+		}
+		ex, err := b.drv.GraphInstantiate(gr)
+		b.drv.GraphDestroy(gr) //nolint:errcheck // the executable keeps its own copy
+		if err != nil {
+			b.logf("cuda: instantiating a graph of %d records: %v", len(g.cur), err)
+			b.leaveGraphAfterEnd()
+			return
+		}
+		g.clock++
+		kept := g.add(g.T, &graph{exec: ex, trace: append([]rec(nil), g.cur...), used: g.clock})
+		g.captures[g.T]++
+		g.Captures++
+		b.fail(b.drv.GraphLaunch(kept.exec, b.stream))
+	default:
+		if g.inStep && g.clean && g.enabled && g.T <= g.maxT && (len(g.graphs[g.T]) == 0 || g.fellBack) {
+			g.want[g.T] = true
+		}
+	}
+}
+
+// leaveGraphAfterEnd runs the captured records eagerly after a capture that
+// already ended but failed or could not be instantiated; T is not captured
+// again.
+func (b *Backend) leaveGraphAfterEnd() {
+	g := &b.g
+	g.banned[g.T] = true
+	g.Fallbacks++
+	g.mode = modeEager
+	for i := range g.cur {
+		if err := b.exec(&g.cur[i]); err != nil {
+			b.fail(err)
+			return
+		}
+	}
+}
+
+// add keeps a new candidate for T, dropping a duplicate (the existing graph
+// is returned instead) or the least recently used beyond maxCandidates.
+func (g *graphState) add(T int, ng *graph) *graph {
+	g.b.pin()
+	defer g.b.unpin()
+	cs := g.graphs[T]
+	for _, c := range cs {
+		if sameTrace(c.trace, ng.trace) {
+			g.b.drv.GraphExecDestroy(ng.exec) //nolint:errcheck // duplicate
+			c.used = ng.used
+			return c
+		}
+	}
+	if len(cs) >= maxCandidates {
+		old := 0
+		for i, c := range cs {
+			if c.used < cs[old].used {
+				old = i
+			}
+		}
+		g.b.drv.GraphExecDestroy(cs[old].exec) //nolint:errcheck // evicted
+		cs = append(cs[:old], cs[old+1:]...)
+	}
+	g.graphs[T] = append(cs, ng)
+	return ng
+}
+
+func sameTrace(a, b []rec) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// dropAll destroys every graph (a buffer they reference moved).
+func (g *graphState) dropAll() {
+	if g.b == nil {
+		return
+	}
+	g.b.pin()
+	defer g.b.unpin()
+	for T, cs := range g.graphs {
+		for _, c := range cs {
+			g.b.drv.GraphExecDestroy(c.exec) //nolint:errcheck // dropping
+		}
+		delete(g.graphs, T)
+	}
+	if g.mode == modeReplay {
+		// Cannot happen: callers leave graph mode before moving buffers.
+		panic("cuda: graphs dropped during replay")
+	}
+}
+
+func (g *graphState) closeAll() {
+	if g.mode == modeCapture {
+		if gr, _ := g.b.drv.EndCapture(g.b.stream); gr != 0 {
+			g.b.drv.GraphDestroy(gr) //nolint:errcheck // closing
+		}
+		g.mode = modeEager
+	}
+	g.mode = modeEager
+	g.dropAll()
+}
+
+// GraphStats reports graph replays, captures and fallbacks to eager
+// execution so far (tests and benchmarks).
+func (b *Backend) GraphStats() (replays, captures, fallbacks int) {
+	return b.g.Replays, b.g.Captures, b.g.Fallbacks
+}

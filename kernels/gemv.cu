@@ -1,0 +1,244 @@
+// Matrix-vector products for decode: out[r, o] = Σ_i x[r, i] · w[o, i] for a
+// few rows r < T ≤ R of f32 activations x [T, I] and a weight w [O, I].
+// Bandwidth-bound: every weight byte is read once with 16-byte loads, the
+// activations come from L1. A block of 256 threads owns ROWS consecutive
+// outputs and strides over I in chunks of 8 elements; partial sums are
+// reduced across the block at the end.
+
+#define GEMV_THREADS 256
+#define GEMV_ROWS 4     // outputs per block of the indexed (MoE) kernels
+#define GW_WARPS 8      // warps per block
+#define GW_RW 2         // outputs per warp
+#define GW_BLOCK_ROWS (GW_WARPS * GW_RW)
+
+// Each warp owns GW_RW consecutive outputs and streams their weight rows
+// with 16-byte loads (lane l takes elements 8l…8l+7 of every 256-element
+// chunk), so a load instruction reads 512 contiguous bytes of a row; partial
+// sums are reduced within the warp only (no block synchronisation).
+template <int DT, int R>
+__device__ __forceinline__ void gemv_impl(float* __restrict__ out, const float* __restrict__ x, const void* __restrict__ w,
+                                          int T, int I, int O, int blk) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int o0 = (blk * GW_WARPS + warp) * GW_RW;
+  if (o0 >= O) return;
+  float acc[R][GW_RW];
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int k = 0; k < GW_RW; k++) acc[r][k] = 0.f;
+  // Rows past O repeat the last row (loads stay in bounds, results dropped).
+  long wrow[GW_RW];
+#pragma unroll
+  for (int k = 0; k < GW_RW; k++) wrow[k] = (long)min(o0 + k, O - 1) * I;
+#pragma unroll 2
+  for (int i = lane * 8; i < I; i += 32 * 8) {
+    float wf[GW_RW][8];
+#pragma unroll
+    for (int k = 0; k < GW_RW; k++) load8<DT>(w, wrow[k] + i, wf[k]);
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      if (r < T) {
+        const float4 a = __ldg((const float4*)(x + (long)r * I + i));
+        const float4 b = __ldg((const float4*)(x + (long)r * I + i + 4));
+        const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int k = 0; k < GW_RW; k++)
+#pragma unroll
+          for (int e = 0; e < 8; e++) acc[r][k] = fmaf(xv[e], wf[k][e], acc[r][k]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int k = 0; k < GW_RW; k++) {
+      const float v = warp_sum(acc[r][k]);
+      if (lane == 0 && r < T && o0 + k < O) out[(long)r * O + o0 + k] = v;
+    }
+}
+
+#define GEMV(DTN, DT, R)                                                                                       \
+  extern "C" __global__ void __launch_bounds__(GEMV_THREADS)                                                   \
+      gemv_##DTN##_r##R(float* out, const float* x, const void* w, int T, int I, int O) {                      \
+    gemv_impl<DT, R>(out, x, w, T, I, O, blockIdx.x);                                                          \
+  }
+GEMV(bf16, DT_BF16, 1)
+GEMV(bf16, DT_BF16, 2)
+GEMV(bf16, DT_BF16, 4)
+GEMV(bf16, DT_BF16, 8)
+GEMV(f16, DT_F16, 1)
+GEMV(f16, DT_F16, 2)
+GEMV(f16, DT_F16, 4)
+GEMV(f16, DT_F16, 8)
+GEMV(f32, DT_F32, 1)
+GEMV(f32, DT_F32, 2)
+GEMV(f32, DT_F32, 4)
+GEMV(f32, DT_F32, 8)
+
+// Up to three products of the same activations (q, k and v; gate and up)
+// in one launch: blocks [0, nb0) compute out0 = x·w0ᵀ, the next nb1 blocks
+// out1, the rest out2. Saves launches and fills the GPU better than three
+// small grids.
+#define GEMV_MULTI(DTN, DT, R)                                                                                   \
+  extern "C" __global__ void __launch_bounds__(GEMV_THREADS) gemv3_##DTN##_r##R(                                 \
+      float* out0, const void* w0, int O0, float* out1, const void* w1, int O1, float* out2, const void* w2,     \
+      int O2, const float* x, int T, int I, int nb0, int nb1) {                                                  \
+    int blk = blockIdx.x;                                                                                        \
+    if (blk < nb0) {                                                                                             \
+      gemv_impl<DT, R>(out0, x, w0, T, I, O0, blk);                                                              \
+    } else if (blk < nb0 + nb1) {                                                                                \
+      gemv_impl<DT, R>(out1, x, w1, T, I, O1, blk - nb0);                                                        \
+    } else {                                                                                                     \
+      gemv_impl<DT, R>(out2, x, w2, T, I, O2, blk - nb0 - nb1);                                                  \
+    }                                                                                                            \
+  }
+GEMV_MULTI(bf16, DT_BF16, 1)
+GEMV_MULTI(bf16, DT_BF16, 2)
+GEMV_MULTI(bf16, DT_BF16, 4)
+GEMV_MULTI(bf16, DT_BF16, 8)
+
+// Any shape (I not a multiple of 8, unaligned rows) and any T: one warp per
+// output row, blockIdx.y = input row. Slow; for odd shapes only.
+template <int DT>
+__device__ __forceinline__ void gemv_scalar_impl(float* out, const float* x, const void* w, int I, int O) {
+  const int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int r = blockIdx.y;
+  if (o >= O) return;
+  const int lane = threadIdx.x & 31;
+  const float* xr = x + (long)r * I;
+  const long wr = (long)o * I;
+  float s = 0.f;
+  for (int i = lane; i < I; i += 32) s = fmaf(xr[i], wget<DT>(w, wr + i), s);
+  s = warp_sum(s);
+  if (lane == 0) out[(long)r * O + o] = s;
+}
+extern "C" __global__ void gemv_scalar_bf16(float* out, const float* x, const void* w, int I, int O) { gemv_scalar_impl<DT_BF16>(out, x, w, I, O); }
+extern "C" __global__ void gemv_scalar_f16(float* out, const float* x, const void* w, int I, int O) { gemv_scalar_impl<DT_F16>(out, x, w, I, O); }
+extern "C" __global__ void gemv_scalar_f32(float* out, const float* x, const void* w, int I, int O) { gemv_scalar_impl<DT_F32>(out, x, w, I, O); }
+
+// Mixture-of-experts products: pair q = blockIdx.y (token q / xdiv, expert
+// idx[q]) computes out[q, o] = Σ_i x[q / xdiv, i] · W_e[o, i], where W_e is
+// the weight at address ptrs[idx[q]]. xdiv = K for the gate and up
+// projections (x = the token's hidden state), 1 for the down projection
+// (x = the pair's activation).
+template <int DT>
+__device__ __forceinline__ void gemv_indexed_impl(float* __restrict__ out, const float* __restrict__ x, const u64* __restrict__ ptrs,
+                                                  const int* __restrict__ idx, int xdiv, int I, int O) {
+  const int q = blockIdx.y;
+  const void* w = (const void*)ptrs[idx[q]];
+  const float* xr = x + (long)(q / xdiv) * I;
+  const int o0 = blockIdx.x * GEMV_ROWS;
+  float acc[GEMV_ROWS];
+  long wrow[GEMV_ROWS];
+#pragma unroll
+  for (int k = 0; k < GEMV_ROWS; k++) {
+    acc[k] = 0.f;
+    wrow[k] = (long)min(o0 + k, O - 1) * I;
+  }
+  for (int i = threadIdx.x * 8; i < I; i += GEMV_THREADS * 8) {
+    float wf[GEMV_ROWS][8];
+#pragma unroll
+    for (int k = 0; k < GEMV_ROWS; k++) load8<DT>(w, wrow[k] + i, wf[k]);
+    const float4 a = __ldg((const float4*)(xr + i));
+    const float4 b = __ldg((const float4*)(xr + i + 4));
+    const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int k = 0; k < GEMV_ROWS; k++)
+#pragma unroll
+      for (int e = 0; e < 8; e++) acc[k] = fmaf(xv[e], wf[k][e], acc[k]);
+  }
+  __shared__ float red[GEMV_THREADS / 32][GEMV_ROWS];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int k = 0; k < GEMV_ROWS; k++) {
+    const float v = warp_sum(acc[k]);
+    if (lane == 0) red[warp][k] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < GEMV_ROWS) {
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < GEMV_THREADS / 32; j++) s += red[j][threadIdx.x];
+    if (o0 + threadIdx.x < O) out[(long)q * O + o0 + threadIdx.x] = s;
+  }
+}
+// Unaligned fallback: one warp per output row.
+template <int DT>
+__device__ __forceinline__ void gemv_indexed_scalar_impl(float* out, const float* x, const u64* ptrs, const int* idx, int xdiv, int I, int O) {
+  const int q = blockIdx.y;
+  const int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (o >= O) return;
+  const void* w = (const void*)ptrs[idx[q]];
+  const float* xr = x + (long)(q / xdiv) * I;
+  const int lane = threadIdx.x & 31;
+  float s = 0.f;
+  for (int i = lane; i < I; i += 32) s = fmaf(xr[i], wget<DT>(w, (long)o * I + i), s);
+  s = warp_sum(s);
+  if (lane == 0) out[(long)q * O + o] = s;
+}
+#define GEMV_INDEXED(DTN, DT)                                                                                    \
+  extern "C" __global__ void __launch_bounds__(GEMV_THREADS)                                                     \
+      gemv_indexed_##DTN(float* out, const float* x, const u64* ptrs, const int* idx, int xdiv, int I, int O) {   \
+    gemv_indexed_impl<DT>(out, x, ptrs, idx, xdiv, I, O);                                                        \
+  }                                                                                                              \
+  extern "C" __global__ void gemv_indexed_scalar_##DTN(float* out, const float* x, const u64* ptrs, const int* idx, \
+                                                       int xdiv, int I, int O) {                                 \
+    gemv_indexed_scalar_impl<DT>(out, x, ptrs, idx, xdiv, I, O);                                                 \
+  }
+GEMV_INDEXED(bf16, DT_BF16)
+GEMV_INDEXED(f16, DT_F16)
+GEMV_INDEXED(f32, DT_F32)
+
+// Router: softmax over E logits per token, the top K by probability (ties to
+// the lower expert index, as a stable sort would), optionally renormalised to
+// sum to one. One warp per token; E ≤ 1024 (one bit per strided element).
+extern "C" __global__ void moe_route(const float* logits, int* topIdx, float* topW, int T, int E, int K, int norm) {
+  const int t = blockIdx.x * blockDim.y + threadIdx.y;
+  if (t >= T) return;
+  const int lane = threadIdx.x;
+  const float* l = logits + (long)t * E;
+  float m = NEG_INF;
+  for (int e = lane; e < E; e += 32) m = fmaxf(m, l[e]);
+  m = warp_max(m);
+  float s = 0.f;
+  for (int e = lane; e < E; e += 32) s += expf(l[e] - m);
+  s = warp_sum(s);
+  u32 taken = 0;
+  float top = 0.f;
+  for (int k = 0; k < K; k++) {
+    float best = NEG_INF;
+    int bi = 0x7fffffff;
+    for (int j = 0, e = lane; e < E; j++, e += 32) {
+      if (!((taken >> j) & 1u)) {
+        const float v = l[e];
+        if (v > best || (v == best && e < bi)) { best = v; bi = e; }
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (ov > best || (ov == best && oi < bi)) { best = ov; bi = oi; }
+    }
+    if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
+    const float p = expf(best - m) / s;
+    top += p;
+    if (lane == 0) {
+      topIdx[(long)t * K + k] = bi;
+      topW[(long)t * K + k] = p;
+    }
+  }
+  if (norm && lane == 0) {
+    for (int k = 0; k < K; k++) topW[(long)t * K + k] /= top;
+  }
+}
+
+// out[t, :] = Σ_k w[t, k] · y[t·K + k, :].
+extern "C" __global__ void moe_combine(float* out, const float* y, const float* w, int K, int H) {
+  const int t = blockIdx.x;
+  for (int j = threadIdx.x; j < H; j += blockDim.x) {
+    float s = 0.f;
+    for (int k = 0; k < K; k++) s = fmaf(w[(long)t * K + k], y[((long)t * K + k) * H + j], s);
+    out[(long)t * H + j] = s;
+  }
+}

@@ -1,0 +1,97 @@
+// Shared definitions, prepended to every module before NVRTC compiles it.
+// No system headers: only NVRTC's builtins, so that compilation needs
+// nothing but libnvrtc. 16-bit floats are handled as raw bits (u16).
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define DT_F32 0
+#define DT_F16 1
+#define DT_BF16 2
+#define NEG_INF (-__int_as_float(0x7f800000))
+
+__device__ __forceinline__ float bf16_to_f32(u32 h) { return __uint_as_float(h << 16); }
+__device__ __forceinline__ float f16_to_f32(u16 h) {
+  float f;
+  asm("{ cvt.f32.f16 %0, %1; }" : "=f"(f) : "h"(h));
+  return f;
+}
+// Round to nearest even, NaN stays NaN (quiet).
+__device__ __forceinline__ u16 f32_to_bf16(float f) {
+  u32 u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16)(u >> 16);
+}
+// Two floats as packed bf16 (lo in the low half).
+__device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
+  return (u32)f32_to_bf16(lo) | ((u32)f32_to_bf16(hi) << 16);
+}
+
+// Element i of a weight of dtype DT as float.
+template <int DT> __device__ __forceinline__ float wget(const void* p, long i);
+template <> __device__ __forceinline__ float wget<DT_F32>(const void* p, long i) { return ((const float*)p)[i]; }
+template <> __device__ __forceinline__ float wget<DT_F16>(const void* p, long i) { return f16_to_f32(((const u16*)p)[i]); }
+template <> __device__ __forceinline__ float wget<DT_BF16>(const void* p, long i) { return bf16_to_f32(((const u16*)p)[i]); }
+
+// Unpack 8 bf16 / f16 held in a uint4.
+__device__ __forceinline__ void unpack_bf16x8(uint4 u, float* f) {
+  f[0] = __uint_as_float(u.x << 16); f[1] = __uint_as_float(u.x & 0xffff0000u);
+  f[2] = __uint_as_float(u.y << 16); f[3] = __uint_as_float(u.y & 0xffff0000u);
+  f[4] = __uint_as_float(u.z << 16); f[5] = __uint_as_float(u.z & 0xffff0000u);
+  f[6] = __uint_as_float(u.w << 16); f[7] = __uint_as_float(u.w & 0xffff0000u);
+}
+__device__ __forceinline__ void unpack_f16x8(uint4 u, float* f) {
+  f[0] = f16_to_f32((u16)(u.x & 0xffffu)); f[1] = f16_to_f32((u16)(u.x >> 16));
+  f[2] = f16_to_f32((u16)(u.y & 0xffffu)); f[3] = f16_to_f32((u16)(u.y >> 16));
+  f[4] = f16_to_f32((u16)(u.z & 0xffffu)); f[5] = f16_to_f32((u16)(u.z >> 16));
+  f[6] = f16_to_f32((u16)(u.w & 0xffffu)); f[7] = f16_to_f32((u16)(u.w >> 16));
+}
+
+// Streaming 16-byte load of weights read once: read-only path, no L1
+// allocation, so that the activations stay in L1.
+__device__ __forceinline__ uint4 ld_stream(const void* p) {
+  uint4 r;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
+
+// 8 consecutive weights from element i (16-byte aligned for 16-bit types,
+// 32-byte for f32) as floats.
+template <int DT> __device__ __forceinline__ void load8(const void* w, long i, float* f);
+template <> __device__ __forceinline__ void load8<DT_BF16>(const void* w, long i, float* f) {
+  unpack_bf16x8(ld_stream((const u16*)w + i), f);
+}
+template <> __device__ __forceinline__ void load8<DT_F16>(const void* w, long i, float* f) {
+  unpack_f16x8(ld_stream((const u16*)w + i), f);
+}
+template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i, float* f) {
+  uint4 a = ld_stream((const float*)w + i), b = ld_stream((const float*)w + i + 4);
+  f[0] = __uint_as_float(a.x); f[1] = __uint_as_float(a.y); f[2] = __uint_as_float(a.z); f[3] = __uint_as_float(a.w);
+  f[4] = __uint_as_float(b.x); f[5] = __uint_as_float(b.y); f[6] = __uint_as_float(b.z); f[7] = __uint_as_float(b.w);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Asynchronous global → shared copies (sm_80+).
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  u32 a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
+

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# CUDA backend checks and benchmarks on the GPU machine.
+#
+#   bash tests/device/run.sh build   # here: builds bin/cuda/cuda.test, bin/cuda/driver.test, bin/infernix (CGO-free)
+#   bash tests/device/run.sh run     # there, through the device tool with carry=["bin/cuda"]:
+#                                    #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH; bash tests/device/run.sh run
+#
+# `run` runs each group of tests in its own process (an illegal address
+# poisons a CUDA context for good), then the benchmark, prints a table last
+# and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
+# CUDA_GROUPS (space-separated: driver ops attention model bench hf cli) picks groups;
+# hf first generates random real-shape checkpoints and transformers references
+# (tests/device/hf_compare.py), then compares (TestHFReference).
+set -u
+mode=${1:-run}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+if [ "$mode" = build ]; then
+  set -e
+  mkdir -p bin/cuda
+  CGO_ENABLED=0 go test -ldflags="-s -w" -c -o bin/cuda/cuda.test ./engine/backend/cuda
+  CGO_ENABLED=0 go test -ldflags="-s -w" -c -o bin/cuda/driver.test ./engine/backend/cuda/driver
+  CGO_ENABLED=0 go build -ldflags="-s -w" -o bin/cuda/infernix ./cmd/infernix || echo "bin/infernix not built (the cli group will be skipped)"
+  (git rev-parse --short HEAD 2>/dev/null || echo uncommitted) > bin/cuda/COMMIT
+  ls -la bin/cuda
+  exit 0
+fi
+
+out=${2:-${OUT:-/tmp/infernix-device-out}}
+mkdir -p "$out"
+log=$out/log.txt
+: > "$log"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export INFERNIX_KERNEL_CACHE=${INFERNIX_KERNEL_CACHE:-/tmp/infernix-kernels}
+export INFERNIX_COMMIT=$(cat bin/cuda/COMMIT 2>/dev/null || echo unknown)
+groups=${CUDA_GROUPS:-driver ops attention model bench hf hf32 cli}
+
+{
+  nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.sm,clocks.mem --format=csv
+  ls /usr/local/cuda/lib64 2>/dev/null | grep -E '^lib(nvrtc|cublasLt|cuda)' | head
+  echo "commit $INFERNIX_COMMIT"
+} > "$out/device.txt" 2>&1
+cat "$out/device.txt"
+
+rows=()
+group() {
+  local name=$1 limit=$2; shift 2
+  case " $groups " in *" $name "*) ;; *) return ;; esac
+  echo "== $name" | tee -a "$log"
+  local t0=$SECONDS
+  ( cd "$root/engine/backend/cuda" && timeout "$limit" "$@" ) > "$out/.cur" 2>&1
+  local rc=$?
+  cat "$out/.cur" >> "$log"
+  local pass fail skip
+  pass=$(grep -c -- '^--- PASS\|^    --- PASS' "$out/.cur")
+  fail=$(grep -c -- '--- FAIL' "$out/.cur")
+  skip=$(grep -c -- '--- SKIP' "$out/.cur")
+  grep -E -- '--- FAIL|panic|Error|error' "$out/.cur" | head -n 40
+  tail -n 8 "$out/.cur"
+  rows+=("$(printf '| %-10s | %3d | %4d | %4d | %4d | %4ds |' "$name" "$rc" "$pass" "$fail" "$skip" $((SECONDS - t0)))")
+  rm -f "$out/.cur"
+}
+
+T=$root/bin/cuda/cuda.test
+group driver 60 "$root/bin/cuda/driver.test" -test.v
+group ops 150 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestFused|TestHostCopies'
+group attention 120 "$T" -test.v -test.run 'TestAttention'
+group model 150 "$T" -test.v -test.run 'TestModelRandom|TestGraphsMatchEager|TestFixtures'
+group bench 170 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 165s
+if case " $groups " in *" hf "*) ;; *) false ;; esac; then
+  echo "== hf reference generation" | tee -a "$log"
+  PYTHONUNBUFFERED=1 timeout 150 python3 "$root/tests/device/hf_compare.py" /tmp/infernix-hf >> "$log" 2>&1
+  echo "hf_compare.py exit $?" | tee -a "$log"
+  tail -n 12 "$log"
+fi
+group hf 110 env INFERNIX_HF_DIR=/tmp/infernix-hf "$T" -test.v -test.run 'TestHFReference' -test.timeout 100s
+# The same with f32 activations in every product and the split attention
+# kernel: separates bf16 rounding of prefill activations from other errors.
+group hf32 110 env INFERNIX_HF_DIR=/tmp/infernix-hf INFERNIX_CUDA_GEMV_MAX=100000 INFERNIX_CUDA_ATTN=split "$T" -test.v -test.run 'TestHFReference' -test.timeout 100s
+[ -x "$root/bin/cuda/infernix" ] && group cli 60 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 512 --decode-tokens 64
+
+echo
+echo "| group      |  rc | pass | fail | skip |  time |"
+echo "|------------|-----|------|------|------|-------|"
+printf '%s\n' "${rows[@]}"
+for f in "$out"/bench-*.json; do
+  [ -f "$f" ] && python3 - "$f" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"\nbench {r.get('model')} on {r.get('device')}")
+for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 180), ("prefill_4096_tok_s", 30000), ("decode_16lanes_ctx512_tok_s", 2000), ("decode_1lane_ctx512_eager_tok_s", None)]:
+    v = r.get(k)
+    if v is None:
+        print(f"| {k:34s} |        – |")
+        continue
+    mark = "" if t is None else ("met" if v >= t else f"target {t}")
+    print(f"| {k:34s} | {v:9.1f} | {mark}")
+print(f"copy bandwidth {r.get('copy_bandwidth_gb_s', 0):.0f} GB/s, decode roofline {r.get('decode_roofline_tok_s', 0):.0f} tok/s, graphs replayed {r.get('graph_replays')}, captured {r.get('graph_captures')}, fallbacks {r.get('graph_fallbacks')}")
+PY
+done
