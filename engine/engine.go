@@ -20,6 +20,7 @@ import (
 	"github.com/infernix/infernix/engine/tokenizer"
 
 	_ "github.com/infernix/infernix/engine/arch/qwen3" // registers Qwen3 and Qwen3-MoE
+	_ "github.com/infernix/infernix/engine/arch/qwen3next"
 )
 
 // Options configure loading.
@@ -32,6 +33,13 @@ type Options struct {
 	SyntheticWeights bool   // random weights of the configured shapes (benchmarks)
 	ChatTemplate     string // a template file overriding the model's
 	Sched            sched.Config
+
+	// Prefix cache (engine/prefix). NoPrefixReuse turns reuse and its
+	// persistence off. Persist (nil = none) keeps blocks across restarts.
+	// HostCacheMiB holds blocks evicted from the device pool in host memory.
+	NoPrefixReuse bool
+	HostCacheMiB  int
+	Persist       Persister
 }
 
 // Text is a model directory's text side: tokenizer, its config and the chat
@@ -54,6 +62,10 @@ type Engine struct {
 	Sched       *sched.Scheduler
 	WeightBytes int64
 	weights     *safetensors.Set
+	// Persist is the data directory (nil without one); PrefixTier its
+	// prefix-cache tier for this model (nil when not persisted).
+	Persist    Persister
+	PrefixTier PrefixTier
 }
 
 // Load reads a Hugging Face model directory.
@@ -130,6 +142,12 @@ func Load(dir string, opt Options) (*Engine, error) {
 	sc := opt.Sched
 	sc.MaxLanes = lanes
 	sc.MaxContext = ctx
+	sc.NoPrefixReuse = sc.NoPrefixReuse || opt.NoPrefixReuse
+	sc.PrefixSeed = Fingerprint(cfg, e.weights, 1)
+	if err := e.openStore(opt, &sc); err != nil {
+		e.Close()
+		return nil, err
+	}
 	e.Sched = sched.New(e.Model, sc)
 	return e, nil
 }
@@ -210,6 +228,9 @@ func (e *Engine) StopTokens() []int32 {
 func (e *Engine) Close() error {
 	if e.Sched != nil {
 		e.Sched.Shutdown()
+	}
+	if err := e.closeStore(); err != nil {
+		return err
 	}
 	if e.weights != nil {
 		return e.weights.Close()

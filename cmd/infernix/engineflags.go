@@ -21,6 +21,7 @@ type engineFlags struct {
 	batchTokens  int
 	synthetic    bool
 	chatTemplate string
+	prefix       prefixFlags
 }
 
 func (f *engineFlags) register(fs *flag.FlagSet) {
@@ -34,6 +35,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.batchTokens, "max-batch-tokens", 512, "largest forward pass in tokens")
 	fs.BoolVar(&f.synthetic, "synthetic-weights", false, "random weights of the model's shapes (benchmarks)")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template file overriding the model's")
+	f.prefix.register(fs)
 }
 
 func (f *engineFlags) load() (*engine.Engine, error) {
@@ -45,7 +47,14 @@ func (f *engineFlags) load() (*engine.Engine, error) {
 	opt.Sched.MaxLanes = f.maxLanes
 	opt.Sched.MaxQueue = f.maxQueue
 	opt.Sched.PrefillChunk = f.prefillChunk
-	return engine.Load(f.model, opt)
+	if err := f.prefix.apply(&opt); err != nil {
+		return nil, err
+	}
+	e, err := engine.Load(f.model, opt)
+	if err != nil && opt.Persist != nil {
+		opt.Persist.Close()
+	}
+	return e, err
 }
 
 // parseIDs reads "1,2,3" (spaces allowed).

@@ -72,6 +72,7 @@ func (s *Scheduler) admit() {
 		s.seq++
 		l.admitted = s.seq
 		l.running = true
+		s.reuse(l)
 		s.running = append(s.running, l)
 	}
 	s.busy = len(s.running)
@@ -185,6 +186,7 @@ func (s *Scheduler) step() bool {
 			row++
 		}
 		l.computed += s.planN[i]
+		s.register(l)
 		if l.computed >= l.nPrompt && l.prefillDone.IsZero() {
 			l.prefillDone = time.Now()
 			if l.req.PromptLogprobs {
@@ -285,6 +287,9 @@ func (s *Scheduler) reserve(l *lane, n int) bool {
 		if l.blocks, ok = s.alloc.Alloc(l.blocks, need); ok {
 			return true
 		}
+		if s.pc != nil && s.pc.Evict(need-s.alloc.FreeCount()) > 0 {
+			continue // idle cached blocks go before any running lane
+		}
 		victim := s.youngestOther(l)
 		if victim == nil {
 			if len(s.running) == 1 {
@@ -317,11 +322,12 @@ func (s *Scheduler) planned(o *lane) bool {
 	return false
 }
 
-// preempt frees a lane's KV and puts it back at the head of the queue; it
-// will recompute prompt and generated tokens when readmitted.
+// preempt frees a lane's KV and puts it back at the head of the queue; when
+// readmitted it resumes from the prefix cache's longest prefix of its prompt
+// and generated tokens (its own indexed blocks, unless evicted meanwhile) and
+// recomputes the rest.
 func (s *Scheduler) preempt(l *lane) {
-	s.alloc.Release(l.blocks)
-	l.blocks = l.blocks[:0]
+	s.releaseBlocks(l)
 	l.computed = 0
 	l.preempted++
 	s.removeRunning(l)
@@ -343,10 +349,7 @@ func (s *Scheduler) removeRunning(l *lane) {
 
 // finish releases a running lane and sends its final event.
 func (s *Scheduler) finish(l *lane, reason string, err error) {
-	if len(l.blocks) > 0 {
-		s.alloc.Release(l.blocks)
-		l.blocks = nil
-	}
+	s.releaseBlocks(l)
 	s.removeRunning(l)
 	s.mu.Lock()
 	s.busy = len(s.running)
@@ -356,7 +359,7 @@ func (s *Scheduler) finish(l *lane, reason string, err error) {
 
 func (s *Scheduler) final(l *lane, reason string, err error) {
 	now := time.Now()
-	st := Stats{PromptTokens: l.nPrompt, GeneratedTokens: l.gen, Preemptions: l.preempted, Total: now.Sub(l.submitted)}
+	st := Stats{PromptTokens: l.nPrompt, GeneratedTokens: l.gen, CachedTokens: max(l.cached, 0), Preemptions: l.preempted, Total: now.Sub(l.submitted)}
 	if !l.started.IsZero() {
 		st.Queue = l.started.Sub(l.submitted)
 	}

@@ -6,9 +6,11 @@
 // Invariants:
 //   - All model work happens on one goroutine (the loop), locked to its OS
 //     thread, as device backends require.
-//   - A lane's blocks hold exactly its computed tokens; a preempted lane gives
-//     all of them back and recomputes from scratch when readmitted, so no lane
-//     ever reads another lane's KV.
+//   - A lane's blocks hold exactly its computed tokens. Full blocks may be
+//     shared through the prefix cache (engine/prefix): shared blocks are
+//     read-only, and a lane writes only its own blocks past them. A preempted
+//     lane gives all of its references back and, when readmitted, resumes
+//     from the cache's longest prefix of its tokens (or from scratch).
 //   - Every accepted request gets exactly one final event (Done=true).
 package sched
 
@@ -19,8 +21,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/kv"
 	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/prefix"
 	"github.com/infernix/infernix/engine/sample"
 )
 
@@ -36,6 +40,18 @@ type Config struct {
 	MaxQueue     int // requests waiting for a lane
 	PrefillChunk int // most prompt tokens computed per step
 	MaxContext   int // longest sequence (prompt + generated)
+	// NoPrefixReuse turns the prefix cache off: every prompt is computed in full.
+	NoPrefixReuse bool
+	// PrefixSeed are the extra key bytes of every cached block (the model
+	// fingerprint, adapter): blocks computed under another seed never match.
+	PrefixSeed []byte
+	// PrefixDisk, when set, persists cached blocks and extends lookups from
+	// it (the model must expose a KV pool that copies blocks; see
+	// backend.KVCacheOwner).
+	PrefixDisk prefix.Disk
+	// PrefixHost, when set, receives blocks evicted from the device pool
+	// and is searched before PrefixDisk (same KV pool requirement).
+	PrefixHost *prefix.HostPool
 }
 
 // Request is one generation.
@@ -59,6 +75,9 @@ type Request struct {
 	ThinkOpen   int32
 	ThinkClose  int32
 	ForceClose  []int32
+	// CacheSalt isolates prefix-cache entries: requests reuse only blocks
+	// computed under the same salt (e.g. per tenant).
+	CacheSalt string
 }
 
 // Event is a step of a request's output, in order; the last has Done set.
@@ -94,7 +113,10 @@ type Stats struct {
 // Counters are the scheduler's gauges for /metrics.
 type Counters struct {
 	Queued, Busy, MaxLanes int
-	KVUsed, KVTotal        int
+	KVUsed, KVTotal        int // KVUsed excludes idle cached blocks (reclaimable)
+	KVCached               int // blocks indexed by the prefix cache, in use or idle
+	// Prefix cache: lookups, lookups that reused ≥ 1 block, tokens reused.
+	PrefixQueries, PrefixHits, PrefixHitTokens uint64
 }
 
 type lane struct {
@@ -119,12 +141,26 @@ type lane struct {
 	submitted, started, firstTok time.Time
 	prefillDone                  time.Time
 	preempted                    int
+
+	// Prefix cache state: the root key; the key of the last keyed full block
+	// and how many leading blocks are keyed; the blocks this lane pinned; the
+	// prompt tokens reused at first admission (Stats.CachedTokens).
+	seed     prefix.Key
+	chainKey prefix.Key
+	chainN   int
+	pinned   []int32
+	cached   int
 }
 
 // Scheduler owns a model and its KV allocator.
 type Scheduler struct {
 	m     model.Model
 	alloc *kv.Allocator
+	pc    *prefix.Cache // nil when reuse is off or the model cannot resume from KV alone
+	disk  prefix.Disk   // nil: not persisted
+	tiers []prefix.Disk // host pool, then disk: searched past the device cache
+	kvc   backend.KVBlockCopier
+	kvbuf []byte
 	cfg   Config
 	vocab int
 
@@ -173,6 +209,10 @@ func New(m model.Model, cfg Config) *Scheduler {
 	}
 	s := &Scheduler{m: m, alloc: kv.New(m.KVBlocks()), cfg: cfg, vocab: m.Config().VocabSize, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.logits = make([]float32, maxOutputs*s.vocab)
+	if !cfg.NoPrefixReuse && prefix.Reusable(m) {
+		s.pc = prefix.New(s.alloc)
+		s.setupTiers(m, cfg.PrefixHost, cfg.PrefixDisk)
+	}
 	go s.loop()
 	return s
 }
@@ -185,7 +225,13 @@ func (s *Scheduler) Counters() Counters {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	total := s.alloc.Total()
-	return Counters{Queued: len(s.waiting), Busy: s.busy, MaxLanes: s.cfg.MaxLanes, KVUsed: total - s.alloc.FreeCount(), KVTotal: total}
+	c := Counters{Queued: len(s.waiting), Busy: s.busy, MaxLanes: s.cfg.MaxLanes, KVUsed: total - s.alloc.FreeCount(), KVTotal: total}
+	if s.pc != nil {
+		ps := s.pc.Stats()
+		c.KVUsed = max(c.KVUsed-ps.Idle, 0)
+		c.KVCached, c.PrefixQueries, c.PrefixHits, c.PrefixHitTokens = ps.Blocks, ps.Queries, ps.Hits, ps.HitTokens
+	}
+	return c
 }
 
 // Validate checks a request against the context length.
@@ -220,6 +266,8 @@ func (s *Scheduler) Submit(ctx context.Context, r *Request) (<-chan Event, error
 	l := &lane{req: r, ctx: ctx, events: make(chan Event, 256), submitted: time.Now(), budget: -1}
 	l.tokens = append(make([]int32, 0, len(r.Prompt)+min(r.MaxTokens, 4096)+1), r.Prompt...)
 	l.nPrompt = len(r.Prompt)
+	l.seed = prefix.Seed(s.cfg.PrefixSeed, []byte(r.CacheSalt))
+	l.cached = -1
 	l.sampler = sample.New(r.Sampling, s.vocab, r.Prompt)
 	l.stop = make(map[int32]bool, len(r.StopTokens))
 	for _, t := range r.StopTokens {

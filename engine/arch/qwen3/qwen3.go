@@ -160,6 +160,9 @@ func (m *Model) Config() *model.Config { return m.cfg }
 func (m *Model) MaxBatchTokens() int   { return m.opt.MaxBatchTokens }
 func (m *Model) KVBlocks() int         { return m.opt.KVBlocks }
 
+// KVCache exposes the KV pool to the prefix cache (backend.KVCacheOwner).
+func (m *Model) KVCache() backend.KVCache { return m.kv }
+
 // MaxPositions is the longest sequence the rotary table covers.
 func (m *Model) MaxPositions() int { return m.rope.MaxPos }
 

@@ -1,0 +1,22 @@
+package backend
+
+// KVBlockCopier is an optional capability of a KVCache: copy one block (all
+// layers' K and V for its BlockSize slots) to and from host bytes, for the
+// prefix cache's host pool and its persistence. The byte layout is the
+// backend's own; bytes are only ever written back to a cache of the same
+// backend and spec (the prefix store keys them by model fingerprint and
+// BlockBytes). Called on the device goroutine only.
+type KVBlockCopier interface {
+	// BlockBytes is the size of one block's bytes.
+	BlockBytes() int
+	// ReadBlock copies block's contents into dst (len BlockBytes).
+	ReadBlock(block int32, dst []byte)
+	// WriteBlock overwrites block's contents with src (len BlockBytes).
+	WriteBlock(block int32, src []byte)
+}
+
+// KVCacheOwner is implemented by models that expose their KV pool, so that
+// the prefix cache can copy blocks in and out of it (see KVBlockCopier).
+type KVCacheOwner interface {
+	KVCache() KVCache
+}

@@ -1,0 +1,20 @@
+package prefix
+
+// Disk is the persistent tier of the cache (store.PrefixStore implements it
+// with Badger). Its entries are already scoped to one model fingerprint and
+// block layout. Implementations are safe for concurrent use.
+type Disk interface {
+	// Has reports whether a block with key is stored (an in-memory index:
+	// cheap enough for every lookup).
+	Has(key Key) bool
+	// Load reads the block's bytes into dst (BlockBytes long), verifying its
+	// checksum; a corrupt or missing entry is an error (and a corrupt one is
+	// dropped).
+	Load(key Key, dst []byte) error
+	// Save queues the block's bytes for writing in the background; it copies
+	// data and never blocks (a full queue or a paused store drops the block).
+	Save(key Key, data []byte)
+	// Accepting reports whether a Save now would be kept, so that the
+	// scheduler copies a block off the device only when it will be written.
+	Accepting() bool
+}

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// PrefixSet is the stored prefix cache of one model fingerprint and layout.
+type PrefixSet struct {
+	ID     string `json:"id"` // the fingerprint digest in the keys
+	Blocks int    `json:"blocks"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// PrefixSets lists the stored prefix caches (infernix cache ls).
+func (s *Store) PrefixSets() ([]PrefixSet, error) {
+	sets := map[string]*PrefixSet{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		o.Prefix = []byte("pfx/")
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()[len("pfx/"):]
+			i := bytes.IndexByte(k, '/')
+			if i < 0 {
+				continue
+			}
+			id := string(k[:i])
+			ps := sets[id]
+			if ps == nil {
+				ps = &PrefixSet{ID: id}
+				sets[id] = ps
+			}
+			ps.Blocks++
+			ps.Bytes += it.Item().ValueSize()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PrefixSet, 0, len(sets))
+	for _, ps := range sets {
+		out = append(out, *ps)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// PrunePrefix deletes the prefix set id ("" = every set) and returns the
+// number of blocks deleted. The server must not be running on this store
+// (the directory lock guarantees it for another process).
+func (s *Store) PrunePrefix(id string) (int, error) {
+	p := []byte("pfx/")
+	if id != "" {
+		p = fmt.Appendf(nil, "pfx/%s/", id)
+	}
+	var keys [][]byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		o.Prefix = p
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			keys = append(keys, it.Item().KeyCopy(nil))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, k := range keys {
+		if err := wb.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return 0, err
+	}
+	return len(keys), nil
+}
+
+// Size is the database's size on disk: LSM tree and value log bytes.
+func (s *Store) Size() (lsm, vlog int64) { return s.db.Size() }

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/infernix/infernix/engine/prefix"
+)
+
+func FuzzOpen(f *testing.F) {
+	f.Add([]byte("k"), []byte("payload"), 3)
+	f.Add([]byte(""), []byte(""), 0)
+	f.Fuzz(func(t *testing.T, key, payload []byte, flip int) {
+		v := seal(key, payload)
+		got, err := open(key, v)
+		if err != nil || !bytes.Equal(got, payload) {
+			t.Fatalf("round trip: %v", err)
+		}
+		// Any single flipped bit or truncation is detected.
+		if flip < 0 {
+			flip = -flip
+		}
+		bad := append([]byte(nil), v...)
+		bad[flip%len(bad)] ^= 1 << (flip % 8)
+		if _, err := open(key, bad); err == nil {
+			t.Fatal("flipped bit not detected")
+		}
+		if _, err := open(key, v[:len(v)-1]); err == nil && len(v) > 5 {
+			t.Fatal("truncation not detected")
+		}
+		decodeUsage(key, payload) // must not panic on arbitrary bytes
+	})
+}
+
+func TestDiskFullPauses(t *testing.T) {
+	s := mustOpen(t, t.TempDir())
+	defer s.Close()
+	p, err := s.Prefix([]byte("m"), 8, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Accepting() {
+		t.Fatal("a fresh store does not accept blocks")
+	}
+	s.writeFailed("test", errors.New("write /data/000001.vlog: no space left on device"))
+	s.writeFailed("test", errors.New("write: no space left on device")) // warned once
+	if !s.Paused() {
+		t.Fatal("not paused")
+	}
+	if p.Accepting() {
+		t.Fatal("accepting blocks while paused")
+	}
+	p.Save(prefix.Seed(), make([]byte, 8))
+	p.Close()
+	if st := p.Stats(); st.Saved != 0 || st.Blocks != 0 {
+		t.Fatalf("saved while paused: %+v", st)
+	}
+	if err := s.AddUsage("2026-12-01", "k", "m", Usage{Requests: 1}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,160 @@
+// Package store is Infernix's persistent state in one Badger v4 database
+// under --data-dir: prefix-cache blocks (keyed by model fingerprint), usage
+// statistics per API key, model and day, and stored Responses API responses.
+//
+// Every value carries a CRC-32C over its key and payload; an entry that fails
+// it is dropped and counted, never served. A data directory is used by one
+// process at a time (Badger's directory lock): a second Open fails with
+// ErrInUse.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// ErrInUse says another process holds the data directory.
+var ErrInUse = errors.New("the data directory is in use by another infernix process")
+
+// errCorrupt marks an entry whose checksum or framing is wrong.
+var errCorrupt = errors.New("store: corrupt entry")
+
+// gcInterval is how often Badger's value log is garbage-collected.
+const gcInterval = 10 * time.Minute
+
+// Store is an open data directory.
+type Store struct {
+	db      *badger.DB
+	dir     string
+	log     *slog.Logger
+	corrupt atomic.Uint64
+	paused  atomic.Bool // a write failed for lack of space: persistence stops
+	warn    sync.Once
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// DefaultDir is the per-user data directory ($XDG_DATA_HOME/infernix or
+// ~/.local/share/infernix).
+func DefaultDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "infernix")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "infernix")
+	}
+	return filepath.Join(os.TempDir(), "infernix")
+}
+
+// Open opens (creating) the database in dir. log may be nil.
+func Open(dir string, log *slog.Logger) (*Store, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	opt := badger.DefaultOptions(dir).WithLogger(nil).WithNumVersionsToKeep(1)
+	db, err := badger.Open(opt)
+	if err != nil {
+		if strings.Contains(err.Error(), "directory lock") {
+			return nil, fmt.Errorf("%s: %w (stop it or pass another --data-dir)", dir, ErrInUse)
+		}
+		return nil, fmt.Errorf("opening data directory %s: %w", dir, err)
+	}
+	s := &Store{db: db, dir: dir, log: log, stop: make(chan struct{})}
+	s.wg.Add(1)
+	go s.gcLoop()
+	return s, nil
+}
+
+// Dir is the data directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Corrupt is the number of entries dropped for a bad checksum or framing.
+func (s *Store) Corrupt() uint64 { return s.corrupt.Load() }
+
+// Paused reports whether persistence stopped after running out of space.
+func (s *Store) Paused() bool { return s.paused.Load() }
+
+// Close stops background work and closes the database.
+func (s *Store) Close() error {
+	close(s.stop)
+	s.wg.Wait()
+	return s.db.Close()
+}
+
+func (s *Store) gcLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(gcInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			for s.db.RunValueLogGC(0.5) == nil {
+			}
+		}
+	}
+}
+
+// writeFailed pauses persistence on a full disk (one warning) and logs
+// other errors.
+func (s *Store) writeFailed(what string, err error) {
+	if isNoSpace(err) {
+		s.paused.Store(true)
+		s.warn.Do(func() {
+			s.log.Warn("data directory is full: persistence paused, serving continues", "dir", s.dir, "what", what, "err", err)
+		})
+		return
+	}
+	s.log.Warn("store write failed", "what", what, "err", err)
+}
+
+func isNoSpace(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "no space left") || strings.Contains(err.Error(), "ENOSPC"))
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// seal frames payload as version(1) | crc32c(key, payload)(4) | payload.
+func seal(key, payload []byte) []byte {
+	out := make([]byte, 5+len(payload))
+	out[0] = 1
+	c := crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, payload)
+	out[1], out[2], out[3], out[4] = byte(c), byte(c>>8), byte(c>>16), byte(c>>24)
+	copy(out[5:], payload)
+	return out
+}
+
+// open checks a sealed value and returns its payload (aliasing v).
+func open(key, v []byte) ([]byte, error) {
+	if len(v) < 5 || v[0] != 1 {
+		return nil, errCorrupt
+	}
+	want := uint32(v[1]) | uint32(v[2])<<8 | uint32(v[3])<<16 | uint32(v[4])<<24
+	if crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, v[5:]) != want {
+		return nil, errCorrupt
+	}
+	return v[5:], nil
+}
+
+// dropCorrupt deletes a bad entry and counts it.
+func (s *Store) dropCorrupt(key []byte) {
+	s.corrupt.Add(1)
+	k := append([]byte(nil), key...)
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(k) }); err != nil {
+		s.writeFailed("drop corrupt entry", err)
+	}
+}
