@@ -119,7 +119,14 @@ func (s *Server) forcedCallOpening(req *chatRequest) string {
 
 // chatJob turns a decoded chat request into a job.
 func (s *Server) chatJob(req *chatRequest) (*job, *APIError) {
+	jh, err := s.requestHooks(req)
+	if err != nil {
+		return nil, err
+	}
 	budget := s.thinkingBudget(req)
+	if budget, err = s.budgetHook(jh, budget); err != nil {
+		return nil, err
+	}
 	p, err := s.renderChat(req, budget)
 	if err != nil {
 		return nil, err
@@ -150,6 +157,9 @@ func (s *Server) chatJob(req *chatRequest) (*job, *APIError) {
 		j.toolFormat = s.toolFormat
 		j.tools = req.toolList
 		j.singleCall = !req.parallelToolCalls
+	}
+	if err := s.jobHooksApply(jh, j); err != nil {
+		return nil, err
 	}
 	return j, nil
 }

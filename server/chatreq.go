@@ -32,6 +32,9 @@ type chatRequest struct {
 	includeUsage    bool
 	logprobs        bool
 	topLogprobs     int
+	// hookKey and hookEndpoint are the client's API key and the API path,
+	// for hooks (set by the handler; copies, not request buffers).
+	hookKey, hookEndpoint string
 }
 
 // genParams are the generation fields shared by chat and completions.

@@ -41,6 +41,8 @@ type job struct {
 	toolFormat toolcall.Format
 	tools      []toolcall.Tool
 	singleCall bool // parallel_tool_calls false: end after the first call
+
+	hooks *jobHooks // nil without hooks
 }
 
 // outKind says what an output carries.
@@ -172,6 +174,7 @@ func submitError(err error) *APIError {
 func (g *generation) run(emit func(*output) error) *result {
 	defer g.cancel()
 	s, j := g.s, g.job
+	emit = j.wrapEmit(emit)
 	res := &result{}
 	p := newPipeline(s, j, emit)
 	if j.prefill != "" {
@@ -272,6 +275,7 @@ func (g *generation) run(emit func(*output) error) *result {
 	if res.writeErr != nil && res.finish != "error" {
 		res.finish = "cancelled"
 	}
+	s.finishHooks(j, p, res)
 	s.met.finished(&st)
 	return res
 }

@@ -15,6 +15,7 @@ func (s *Server) handleChat(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	req.hookKey, req.hookEndpoint = strings.Clone(requestKey(c)), "/v1/chat/completions"
 	j, err := s.chatJob(req)
 	if err != nil {
 		return err
@@ -36,6 +37,7 @@ func (s *Server) handleChat(c *fiber.Ctx) error {
 		if res.finish == "error" {
 			return engineError(res)
 		}
+		s.applyChatEdit(j, enc)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		return c.Send(enc.appendResponse(nil, res))
 	}
@@ -67,6 +69,9 @@ func setSSEHeaders(c *fiber.Ctx) {
 
 // engineError is the error for a generation the engine failed.
 func engineError(res *result) *APIError {
+	if ae, ok := res.err.(*APIError); ok {
+		return ae // a hook failed
+	}
 	msg := "generation failed"
 	if res.err != nil {
 		msg = res.err.Error()

@@ -19,7 +19,7 @@ import (
 type pipeline struct {
 	emit  func(*output) error
 	split *reasoning.Splitter
-	tools *toolcall.Parser
+	tools toolParser
 	stops *sample.StopMatcher
 
 	singleCall bool
@@ -43,7 +43,7 @@ func newPipeline(s *Server, j *job, emit func(*output) error) *pipeline {
 		p.split = reasoning.NewSplitter(j.openInPrompt, s.thinkOpenText, s.thinkCloseText)
 	}
 	if j.parseTools {
-		p.tools = toolcall.NewParser(j.toolFormat, j.tools)
+		p.tools = s.newToolParser(j)
 	}
 	if len(j.stop) > 0 {
 		p.stops = sample.NewStopMatcher(j.stop)

@@ -43,6 +43,16 @@ type Config struct {
 	// Logger receives startup, error and per-request debug lines (default:
 	// discard).
 	Logger *slog.Logger
+	// Hooks are the scripts' and plugins' extension points (nil: none).
+	Hooks *Hooks
+	// ModelAliases are more model names the server answers to, and
+	// AnyModelName serves whatever name a request gives (see modelnames.go).
+	ModelAliases []string
+	AnyModelName bool
+	// ResponseStore keeps Responses API responses (default: in memory).
+	ResponseStore ResponseStore
+	// Usage keeps usage statistics for GET /v1/usage (nil: none).
+	Usage UsageStore
 }
 
 // DefaultMaxBodyBytes is the request body limit when Config sets none.
@@ -79,6 +89,9 @@ func New(e *engine.Engine, cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.ResponseStore == nil {
+		cfg.ResponseStore = NewMemoryResponseStore(0)
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -163,7 +176,7 @@ var endpoints = map[string]string{}
 
 func init() {
 	for _, p := range []string{"/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize", "/detokenize",
-		"/apply-template", "/health", "/metrics"} {
+		"/apply-template", "/health", "/metrics", "/v1/messages", "/v1/messages/count_tokens", "/v1/responses"} {
 		endpoints[p] = p
 	}
 }
@@ -192,6 +205,12 @@ func (s *Server) routes() {
 	a.Post("/tokenize", s.handleTokenize)
 	a.Post("/detokenize", s.handleDetokenize)
 	a.Post("/apply-template", s.handleApplyTemplate)
+	a.Post("/v1/messages", s.handleMessages)
+	a.Post("/v1/messages/count_tokens", s.handleCountTokens)
+	a.Post("/v1/responses", s.handleResponses)
+	a.Get("/v1/responses/:id", s.handleGetResponse)
+	a.Delete("/v1/responses/:id", s.handleDeleteResponse)
+	a.All("/plugins/+", s.handlePlugin)
 }
 
 // reqInfo travels in c.Locals: what the request log and metrics need.
@@ -280,8 +299,11 @@ func derefOr(p *string, d string) string {
 	return *p
 }
 
-// errorHandler answers every error in OpenAI's shape.
+// errorHandler answers every error in OpenAI's shape (Anthropic's on /v1/messages).
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	if isAnthropicPath(c.Path()) {
+		return sendAnthropicError(c, asAPIError(err))
+	}
 	return sendError(c, asAPIError(err))
 }
 

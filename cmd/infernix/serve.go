@@ -33,6 +33,8 @@ func cmdServe(args []string, stdout io.Writer) error {
 	fs := newFlags("serve")
 	var ef engineFlags
 	ef.register(fs)
+	var hf hookFlags
+	hf.register(fs)
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0 for every interface)")
 	port := fs.Int("port", 8080, "TCP port (0 = any free port; the address is printed)")
 	var keys stringList
@@ -43,7 +45,9 @@ func cmdServe(args []string, stdout io.Writer) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	thinkBudget := fs.Int("default-thinking-budget", 0, "cap thinking tokens for requests that set no budget (0 = no cap)")
 	toolFormat := fs.String("tool-format", "auto", "tool-call syntax: auto (from the chat template), json or xml")
-	name := fs.String("served-model-name", "", "model id in the API (default: the model directory's name)")
+	var names stringList
+	fs.Var(&names, "served-model-name", "model id in the API (default: the model directory's name); repeat for aliases, the first is the id")
+	anyName := fs.Bool("any-model-name", false, "serve whatever model name a request gives (otherwise the Anthropic and Responses APIs answer an unknown name with 404)")
 	bodyMB := fs.Int("max-body-mb", 16, "largest request body in MiB")
 	if _, err := parse(fs, args); err != nil {
 		return err
@@ -78,12 +82,23 @@ func cmdServe(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer e.Close()
-	srv, err := server.New(e, server.Config{ModelName: *name, APIKeys: keys, RequestLog: *requestLog,
-		MaxBodyBytes: *bodyMB << 20, DefaultThinkingBudget: *thinkBudget, ToolFormat: *toolFormat, Logger: logger})
+	var name string
+	if len(names) > 0 {
+		name = names[0]
+	}
+	hooks, stopHooks, err := hf.load(stdout, logger, pluginStore(e))
+	if err != nil {
+		return err
+	}
+	defer stopHooks()
+	srv, err := server.New(e, server.Config{ModelName: name, APIKeys: keys, RequestLog: *requestLog,
+		MaxBodyBytes: *bodyMB << 20, DefaultThinkingBudget: *thinkBudget, ToolFormat: *toolFormat, Logger: logger, ResponseStore: responseStore(e), Usage: usageStore(e),
+		ModelAliases: names[min(1, len(names)):], AnyModelName: *anyName, Hooks: hooks})
 	if err != nil {
 		return err
 	}
 	printStartup(stdout, e, srv, ef, ln.Addr().String(), len(keys), time.Since(start))
+	ef.prefix.describe(stdout, e)
 	logger.Info("serving", "model", srv.ModelName(), "address", ln.Addr().String())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
