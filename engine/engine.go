@@ -94,11 +94,12 @@ func Load(dir string, opt Options) (*Engine, error) {
 		return nil, err
 	}
 	e.Backend = be
+	tc := cfg.Text() // sizes come from the language model's config
 	ctx := opt.ContextLength
 	if ctx <= 0 {
-		ctx = min(cfg.MaxPositionEmbeddings, 32768)
+		ctx = min(tc.MaxPositionEmbeddings, 32768)
 	}
-	ctx = min(ctx, cfg.MaxPositionEmbeddings)
+	ctx = min(ctx, tc.MaxPositionEmbeddings)
 	lanes := opt.Sched.MaxLanes
 	if lanes <= 0 {
 		lanes = 4
@@ -107,7 +108,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 	if blocks <= 0 {
 		blocks = lanes * ((ctx + backend.BlockSize - 1) / backend.BlockSize)
 		// Bound the CPU KV pool to ~4 GiB of f32.
-		perBlock := int64(cfg.NumHiddenLayers) * 2 * backend.BlockSize * int64(cfg.NumKeyValueHeads*cfg.HeadDim) * 4
+		perBlock := int64(tc.NumHiddenLayers) * 2 * backend.BlockSize * int64(tc.NumKeyValueHeads*tc.HeadDim) * 4
 		if limit := int((4 << 30) / max(perBlock, 1)); blocks > limit {
 			blocks = max(limit, (ctx+backend.BlockSize-1)/backend.BlockSize)
 		}

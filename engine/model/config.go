@@ -112,6 +112,15 @@ func (c *Config) Arch() string {
 	return c.Architectures[0]
 }
 
+// Text returns the language model's config: text_config for multimodal
+// checkpoints, the config itself otherwise.
+func (c *Config) Text() *Config {
+	if c.TextConfig != nil {
+		return c.TextConfig
+	}
+	return c
+}
+
 // Raw returns config.json as read, for architecture-specific fields.
 func (c *Config) Raw() json.RawMessage { return c.raw }
 
@@ -142,6 +151,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	c.raw = append(json.RawMessage(nil), data...)
 	c.fillDefaults()
+	if c.TextConfig != nil {
+		c.TextConfig.fillDefaults()
+	}
 	return &c, nil
 }
 

@@ -72,6 +72,10 @@ func (s *Scheduler) admit() {
 		s.seq++
 		l.admitted = s.seq
 		l.running = true
+		if s.freeSlots != nil {
+			l.slot = s.freeSlots[len(s.freeSlots)-1]
+			s.freeSlots = s.freeSlots[:len(s.freeSlots)-1]
+		}
 		s.reuse(l)
 		s.running = append(s.running, l)
 	}
@@ -107,6 +111,7 @@ func (s *Scheduler) step() bool {
 	b := &s.batch
 	b.Tokens, b.Outputs = b.Tokens[:0], b.Outputs[:0]
 	b.Attn.Seq, b.Attn.Pos, b.Attn.Blocks = b.Attn.Seq[:0], b.Attn.Pos[:0], b.Attn.Blocks[:0]
+	b.Attn.Slots = b.Attn.Slots[:0]
 	s.outIdx = s.outIdx[:0]
 	budget := s.m.MaxBatchTokens()
 	prefill := s.cfg.PrefillChunk
@@ -139,6 +144,9 @@ func (s *Scheduler) step() bool {
 			}
 			seqIdx := int32(len(b.Attn.Blocks))
 			b.Attn.Blocks = append(b.Attn.Blocks, l.blocks)
+			if l.slot >= 0 {
+				b.Attn.Slots = append(b.Attn.Slots, l.slot)
+			}
 			for i := 0; i < n; i++ {
 				pos := l.computed + i
 				b.Tokens = append(b.Tokens, l.tokens[pos])
@@ -339,6 +347,13 @@ func (s *Scheduler) preempt(l *lane) {
 
 func (s *Scheduler) removeRunning(l *lane) {
 	l.running = false
+	if l.slot >= 0 {
+		if r, ok := s.m.(slotReleaser); ok {
+			r.ReleaseSlot(int(l.slot))
+		}
+		s.freeSlots = append(s.freeSlots, l.slot)
+		l.slot = -1
+	}
 	for i, o := range s.running {
 		if o == l {
 			s.running = append(s.running[:i], s.running[i+1:]...)

@@ -135,6 +135,7 @@ type lane struct {
 	forced   []int32
 	stop     map[int32]bool
 	admitted int64 // admission order: the youngest is preempted first
+	slot     int32 // recurrent-state slot of hybrid models (-1: none)
 	running  bool
 	promptLP []PromptLogprob
 
@@ -180,6 +181,9 @@ type Scheduler struct {
 	plan   []*lane
 	planN  []int
 	snap   []*lane
+	// freeSlots are the model's unused recurrent-state slots (nil for
+	// attention-only models).
+	freeSlots []int32
 	topBuf []sample.TokenLogProb
 }
 
@@ -208,6 +212,13 @@ func New(m model.Model, cfg Config) *Scheduler {
 		cfg.MaxContext = min(m.KVBlocks()*64, m.Config().MaxPositionEmbeddings)
 	}
 	s := &Scheduler{m: m, alloc: kv.New(m.KVBlocks()), cfg: cfg, vocab: m.Config().VocabSize, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if st, ok := m.(stateful); ok {
+		n := st.StateSlots()
+		s.cfg.MaxLanes = min(s.cfg.MaxLanes, n)
+		for i := n - 1; i >= 0; i-- {
+			s.freeSlots = append(s.freeSlots, int32(i))
+		}
+	}
 	s.logits = make([]float32, maxOutputs*s.vocab)
 	if !cfg.NoPrefixReuse && prefix.Reusable(m) {
 		s.pc = prefix.New(s.alloc)
@@ -263,7 +274,7 @@ func (s *Scheduler) Submit(ctx context.Context, r *Request) (<-chan Event, error
 	if err := s.Validate(r); err != nil {
 		return nil, err
 	}
-	l := &lane{req: r, ctx: ctx, events: make(chan Event, 256), submitted: time.Now(), budget: -1}
+	l := &lane{req: r, ctx: ctx, events: make(chan Event, 256), submitted: time.Now(), budget: -1, slot: -1}
 	l.tokens = append(make([]int32, 0, len(r.Prompt)+min(r.MaxTokens, 4096)+1), r.Prompt...)
 	l.nPrompt = len(r.Prompt)
 	l.seed = prefix.Seed(s.cfg.PrefixSeed, []byte(r.CacheSalt))
@@ -322,4 +333,15 @@ func (s *Scheduler) signal() {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// stateful models (hybrid Gated DeltaNet) keep per-sequence recurrent state
+// in slots: a lane holds one from admission until it finishes or is
+// preempted (a preempted lane restarts at position 0, which resets it).
+type stateful interface {
+	StateSlots() int
+}
+
+type slotReleaser interface {
+	ReleaseSlot(slot int)
 }
