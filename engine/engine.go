@@ -4,8 +4,9 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/backend/cpu"
+	"github.com/infernix/infernix/engine/backend/cuda"
 	"github.com/infernix/infernix/engine/chat"
 	"github.com/infernix/infernix/engine/model"
 	"github.com/infernix/infernix/engine/safetensors"
@@ -107,9 +109,13 @@ func Load(dir string, opt Options) (*Engine, error) {
 	blocks := opt.KVBlocks
 	if blocks <= 0 {
 		blocks = lanes * ((ctx + backend.BlockSize - 1) / backend.BlockSize)
-		// Bound the CPU KV pool to ~4 GiB of f32.
-		perBlock := int64(tc.NumHiddenLayers) * 2 * backend.BlockSize * int64(tc.NumKeyValueHeads*tc.HeadDim) * 4
-		if limit := int((4 << 30) / max(perBlock, 1)); blocks > limit {
+		// Bound the pool by memory (f32 KV on the CPU, bf16 on a device).
+		elem := int64(4)
+		if _, onDevice := be.(backend.MemoryReporter); onDevice {
+			elem = 2
+		}
+		perBlock := int64(tc.NumHiddenLayers) * 2 * backend.BlockSize * int64(tc.NumKeyValueHeads*tc.HeadDim) * elem
+		if limit := int(kvBudget(be, weightEstimate(dir, opt)) / max(perBlock, 1)); blocks > limit {
 			blocks = max(limit, (ctx+backend.BlockSize-1)/backend.BlockSize)
 		}
 	}
@@ -141,6 +147,9 @@ func Load(dir string, opt Options) (*Engine, error) {
 		return nil, err
 	}
 	sc := opt.Sched
+	if r, ok := be.(backend.DeviceThreadRunner); ok {
+		sc.Runner = r.RunOnDeviceThread
+	}
 	sc.MaxLanes = lanes
 	sc.MaxContext = ctx
 	sc.NoPrefixReuse = sc.NoPrefixReuse || opt.NoPrefixReuse
@@ -153,15 +162,38 @@ func Load(dir string, opt Options) (*Engine, error) {
 	return e, nil
 }
 
+// newBackend picks the device: auto tries CUDA and falls back to the CPU
+// with one log line saying why.
 func newBackend(opt Options) (backend.Backend, error) {
-	switch strings.ToLower(opt.Device) {
-	case "", "auto", "cpu":
+	switch dev := strings.ToLower(opt.Device); dev {
+	case "cpu":
 		return cpu.New(opt.Threads), nil
-	case "cuda":
-		return nil, errors.New("--device cuda: the CUDA backend is not built yet; use --device cpu")
+	case "", "auto", "cuda":
+		be, err := cuda.New(cuda.Options{})
+		if err == nil {
+			return be, nil
+		}
+		if dev == "cuda" {
+			return nil, fmt.Errorf("--device cuda: %w", err)
+		}
+		log.Printf("infernix: no usable CUDA device, running on the CPU: %v", oneLine(err))
+		return cpu.New(opt.Threads), nil
 	default:
 		return nil, fmt.Errorf("--device %q: expected auto, cpu or cuda", opt.Device)
 	}
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// kvBudget is the memory the KV pool may take: 4 GiB of host memory on the
+// CPU; on a device, 85% of what is free after the weights.
+func kvBudget(be backend.Backend, weightBytes int64) int64 {
+	if mr, ok := be.(backend.MemoryReporter); ok {
+		if free, _, _, err := mr.Memory(); err == nil {
+			return max(int64(float64(free)*0.85)-weightBytes, 256<<20)
+		}
+	}
+	return 4 << 30
 }
 
 // LoadText loads tokenizer.json, tokenizer_config.json and the chat
@@ -230,6 +262,9 @@ func (e *Engine) Close() error {
 	if e.Sched != nil {
 		e.Sched.Shutdown()
 	}
+	if c, ok := e.Backend.(io.Closer); ok {
+		c.Close()
+	}
 	if err := e.closeStore(); err != nil {
 		return err
 	}
@@ -256,4 +291,20 @@ func (t *Text) EOS() string {
 		return ""
 	}
 	return t.TokConfig.EOSToken
+}
+
+// weightEstimate is the checkpoint's size on disk (0 for synthetic weights,
+// which are sized later), for the KV budget.
+func weightEstimate(dir string, opt Options) int64 {
+	if opt.SyntheticWeights {
+		return 0
+	}
+	var n int64
+	files, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
 }

@@ -40,6 +40,9 @@ type Config struct {
 	MaxQueue     int // requests waiting for a lane
 	PrefillChunk int // most prompt tokens computed per step
 	MaxContext   int // longest sequence (prompt + generated)
+	// Runner, when set, runs the loop (a device backend's owning thread);
+	// otherwise the loop gets its own locked goroutine.
+	Runner func(func())
 	// NoPrefixReuse turns the prefix cache off: every prompt is computed in full.
 	NoPrefixReuse bool
 	// PrefixSeed are the extra key bytes of every cached block (the model
@@ -184,7 +187,7 @@ type Scheduler struct {
 	// freeSlots are the model's unused recurrent-state slots (nil for
 	// attention-only models).
 	freeSlots []int32
-	topBuf []sample.TokenLogProb
+	topBuf    []sample.TokenLogProb
 }
 
 // maxOutputs bounds the logits rows of one step (prompt scoring uses chunks of
@@ -224,7 +227,11 @@ func New(m model.Model, cfg Config) *Scheduler {
 		s.pc = prefix.New(s.alloc)
 		s.setupTiers(m, cfg.PrefixHost, cfg.PrefixDisk)
 	}
-	go s.loop()
+	if cfg.Runner != nil {
+		go cfg.Runner(s.loop)
+	} else {
+		go s.loop()
+	}
 	return s
 }
 
