@@ -1,0 +1,194 @@
+package script
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/infernix/infernix/engine/toolcall"
+	"github.com/infernix/infernix/server"
+)
+
+// corpusCase is one case of engine/toolcall's corpus files.
+type corpusCase struct {
+	Name   string          `json:"name"`
+	Format string          `json:"format"`
+	Tools  *string         `json:"tools"`
+	Input  json.RawMessage `json:"input"` // a string or a list of chunks
+}
+
+type corpusFile struct {
+	Tools map[string][]struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"tools"`
+	Cases []corpusCase `json:"cases"`
+}
+
+func (c *corpusCase) input(t *testing.T) string {
+	var s string
+	if json.Unmarshal(c.Input, &s) == nil {
+		return s
+	}
+	var parts []string
+	if err := json.Unmarshal(c.Input, &parts); err != nil {
+		t.Fatalf("%s: input: %v", c.Name, err)
+	}
+	for _, p := range parts {
+		s += p
+	}
+	return s
+}
+
+// xmlCorpus runs every xml case of the built-in parser's corpus through
+// the shipped Starlark parser and the Go parser and returns the names of
+// the cases where they differ.
+func xmlCorpus(t *testing.T, e *Engine, file string) (n int, differ []string) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f corpusFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range f.Cases {
+		if c.Format != "xml" {
+			continue
+		}
+		var tools []toolcall.Tool
+		if c.Tools != nil {
+			for _, tl := range f.Tools[*c.Tools] {
+				tools = append(tools, toolcall.Tool{Name: tl.Name, Parameters: tl.Parameters})
+			}
+		}
+		in := c.input(t)
+		wantContent, wantCalls := toolcall.Parse(toolcall.FormatXML, in, tools)
+		calls, content, err := e.ParseToolCalls(in, tools)
+		if err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+			continue
+		}
+		n++
+		// The streaming form, fed byte by byte and in larger pieces, gives
+		// exactly the batch form's output.
+		for _, size := range []int{1, 3, 7, 64} {
+			sc, scalls, err := streamParse(e, in, tools, size)
+			if err != nil {
+				t.Errorf("%s: stream by %d: %v", c.Name, size, err)
+				continue
+			}
+			if sc != content || !sameCalls(scalls, calls) {
+				t.Errorf("%s: stream by %d:\n %q %+v\nbatch\n %q %+v", c.Name, size, sc, scalls, content, calls)
+			}
+		}
+		same := content == wantContent && len(calls) == len(wantCalls)
+		for i := 0; same && i < len(calls); i++ {
+			same = calls[i] == wantCalls[i]
+		}
+		if !same {
+			differ = append(differ, c.Name)
+			t.Logf("%s:\n star %q %+v\n   go %q %+v", c.Name, content, calls, wantContent, wantCalls)
+		}
+	}
+	return n, differ
+}
+
+// knownGaps are the built-in parser's recovery cases for damaged output
+// (missing openers, attribute-style names, calls inside code fences, a JSON
+// body in XML mode, …) that the shipped Starlark parser does not recover.
+var knownGaps = map[string]bool{
+	"xml_value_contains_other_tags": true, "xml_missing_opener": true, "xml_missing_opener_after_text": true,
+	"xml_damaged_param_name_attr": true, "xml_damaged_param_missing_gt": true, "xml_damaged_function_name_attr": true,
+	"xml_function_missing_gt": true, "xml_in_code_fence": true, "xml_tilde_fence_then_real_call": true,
+	"xml_json_body": true, "xml_stray_text_in_body": true, "xml_next_call_without_closers": true,
+}
+
+// TestXMLCorpus: the shipped Starlark parser gives the built-in parser's
+// content and calls, byte for byte, on every case the real chat templates
+// rendered and on every hand-written case but the known recovery gaps.
+func TestXMLCorpus(t *testing.T) {
+	e := load(t, "../scripts/hooks", Options{})
+	for _, file := range []string{"../engine/toolcall/testdata/rendered.json", "../engine/toolcall/testdata/corpus.json"} {
+		n, differ := xmlCorpus(t, e, file)
+		if n < 20 {
+			t.Errorf("%s: only %d xml cases", file, n)
+		}
+		for _, name := range differ {
+			if !knownGaps[name] {
+				t.Errorf("%s: %s: the Starlark parser differs from the built-in one", file, name)
+			}
+		}
+		t.Logf("%s: %d xml cases, %d known gaps", file, n, len(differ))
+	}
+}
+
+// FuzzXMLParser: on any reply the shipped parser returns, never raises
+// (a script error would fail the request), gives calls whose arguments are
+// JSON objects, and its streaming form gives the same output.
+func FuzzXMLParser(f *testing.F) {
+	e := load(f, "../scripts/hooks", Options{})
+	f.Add("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n 5.0 \n</parameter>\n</function>\n</tool_call>")
+	f.Add("text <tool_call><function=x><parameter=a>{\"b\": [1,</parameter></function></tool_call> more")
+	f.Add("<tool_call>\n<function=get_weather>\n<parameter=days>\n1e999\n</parameter>")
+	tools := []toolcall.Tool{{Name: "get_weather", Parameters: []byte(`{"properties":{"city":{"type":"string"},"days":{"type":["integer","null"]},"o":{"type":"object"},"n":{"type":"number"},"b":{"type":"boolean"}}}`)}}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, ts := range [][]toolcall.Tool{nil, tools} {
+			calls, content, err := e.ParseToolCalls(text, ts)
+			if err != nil {
+				t.Fatalf("%q: %v", text, err)
+			}
+			sc, scalls, err := streamParse(e, text, ts, 1+len(text)%5)
+			if err != nil || sc != content || !sameCalls(scalls, calls) {
+				t.Fatalf("%q: streamed %q %+v %v, batch %q %+v", text, sc, scalls, err, content, calls)
+			}
+			for _, c := range calls {
+				var m map[string]any
+				if json.Unmarshal([]byte(c.Arguments), &m) != nil {
+					t.Fatalf("%q: arguments %s", text, c.Arguments)
+				}
+			}
+		}
+	})
+}
+
+// streamParse feeds text to stream_tool_calls in pieces of size bytes.
+func streamParse(e *Engine, text string, tools []toolcall.Tool, size int) (string, []toolcall.Call, error) {
+	st := e.NewToolCallStream(tools)
+	var content string
+	var calls []toolcall.Call
+	collect := func(ps []server.ToolPiece) {
+		for _, p := range ps {
+			if p.Call != nil {
+				calls = append(calls, *p.Call)
+			} else {
+				content += p.Content
+			}
+		}
+	}
+	for i := 0; i < len(text); i += size {
+		ps, err := st.Feed(text[i:min(i+size, len(text))], false)
+		if err != nil {
+			return "", nil, err
+		}
+		collect(ps)
+	}
+	ps, err := st.Feed("", true)
+	if err != nil {
+		return "", nil, err
+	}
+	collect(ps)
+	return content, calls, nil
+}
+
+func sameCalls(a, b []toolcall.Call) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
