@@ -71,6 +71,7 @@ func (s *Server) handleMessages(c *fiber.Ctx) error {
 	if err := s.checkModel(ar.model); err != nil {
 		return err
 	}
+	ar.chat.hookKey, ar.chat.hookEndpoint = strings.Clone(requestKey(c)), "/v1/messages"
 	j, prefilled, err := s.anthropicJob(ar)
 	if err != nil {
 		return err
@@ -110,7 +111,7 @@ func (s *Server) handleMessages(c *fiber.Ctx) error {
 			}
 			entry.Status = 200
 			fillEntry(&entry, res)
-			s.reqlog.write(&entry)
+			s.logRequest(&entry)
 		})
 	})
 	return nil

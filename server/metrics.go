@@ -20,6 +20,7 @@ type metrics struct {
 
 	promptTokens, generatedTokens atomic.Uint64
 	prefixQueries, prefixHits     atomic.Uint64
+	prefixHitTokens               atomic.Uint64
 	preemptions                   atomic.Uint64
 
 	ttft, itl, queue, total *histogram
@@ -53,8 +54,11 @@ func (m *metrics) countRequest(endpoint string, status int) {
 // finished records a generation's totals.
 func (m *metrics) finished(st *sched.Stats) {
 	m.promptTokens.Add(uint64(st.PromptTokens))
-	m.prefixQueries.Add(uint64(st.PromptTokens))
-	m.prefixHits.Add(uint64(st.CachedTokens))
+	m.prefixQueries.Add(1)
+	if st.CachedTokens > 0 {
+		m.prefixHits.Add(1)
+		m.prefixHitTokens.Add(uint64(st.CachedTokens))
+	}
 	m.preemptions.Add(uint64(st.Preemptions))
 	if st.Queue > 0 || st.Total > 0 {
 		m.queue.observe(st.Queue.Seconds())
@@ -131,8 +135,9 @@ func (m *metrics) counters() []counter {
 	return []counter{
 		{"infernix_prompt_tokens_total", "Prompt tokens processed.", m.promptTokens.Load()},
 		{"infernix_generated_tokens_total", "Tokens generated.", m.generatedTokens.Load()},
-		{"infernix_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", m.prefixQueries.Load()},
-		{"infernix_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", m.prefixHits.Load()},
+		{"infernix_prefix_cache_queries_total", "Requests whose prompt was looked up in the prefix cache.", m.prefixQueries.Load()},
+		{"infernix_prefix_cache_hits_total", "Requests that reused a cached prefix.", m.prefixHits.Load()},
+		{"infernix_prefix_cache_hit_tokens_total", "Prompt tokens served from the prefix cache.", m.prefixHitTokens.Load()},
 		{"infernix_preemptions_total", "Times a running request was preempted for KV space.", m.preemptions.Load()},
 	}
 }

@@ -55,7 +55,7 @@ func (s *Server) handleChat(c *fiber.Ctx) error {
 			}
 			entry.Status = 200
 			fillEntry(&entry, res)
-			s.reqlog.write(&entry)
+			s.logRequest(&entry)
 		})
 	})
 	return nil

@@ -83,7 +83,7 @@ func (s *Server) handleCompletions(c *fiber.Ctx) error {
 			}
 			entry.Status = 200
 			fillEntry(&entry, res)
-			s.reqlog.write(&entry)
+			s.logRequest(&entry)
 		})
 	})
 	return nil

@@ -32,6 +32,9 @@ type LogEntry struct {
 
 	Timings LogTimings `json:"timings_ms"`
 	Error   *string    `json:"error"`
+
+	// apiKey is the client's key, for usage statistics; never logged.
+	apiKey string
 }
 
 // LogTimings are a request's stages in milliseconds: queue (waiting for a

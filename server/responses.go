@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -67,6 +68,7 @@ func (s *Server) handleResponses(c *fiber.Ctx) error {
 	msgs = appendConvMsgs(msgs, n, rr.input)
 	rr.chat.messages = json.RawMessage(append(msgs, ']'))
 
+	rr.chat.hookKey, rr.chat.hookEndpoint = strings.Clone(requestKey(c)), "/v1/responses"
 	j, err := s.chatJob(rr.chat)
 	if err != nil {
 		return err
@@ -127,7 +129,7 @@ func (s *Server) handleResponses(c *fiber.Ctx) error {
 			}
 			entry.Status = 200
 			fillEntry(&entry, res)
-			s.reqlog.write(&entry)
+			s.logRequest(&entry)
 		})
 	})
 	return nil

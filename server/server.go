@@ -175,7 +175,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 var endpoints = map[string]string{}
 
 func init() {
-	for _, p := range []string{"/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize", "/detokenize",
+	for _, p := range []string{"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/usage", "/tokenize", "/detokenize",
 		"/apply-template", "/health", "/metrics", "/v1/messages", "/v1/messages/count_tokens", "/v1/responses"} {
 		endpoints[p] = p
 	}
@@ -200,6 +200,7 @@ func (s *Server) routes() {
 	a.Get("/metrics", s.handleMetrics)
 	a.Get("/v1/models", s.handleModels)
 	a.Get("/v1/models/+", s.handleModel)
+	a.Get("/v1/usage", s.handleUsage)
 	a.Post("/v1/chat/completions", s.handleChat)
 	a.Post("/v1/completions", s.handleCompletions)
 	a.Post("/tokenize", s.handleTokenize)
@@ -232,6 +233,7 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	ri := &reqInfo{}
 	ri.entry.Endpoint = strings.Clone(c.Path())
 	ri.entry.Remote = strings.Clone(c.IP())
+	ri.entry.apiKey = strings.Clone(requestKey(c))
 	c.Locals(infoKey, ri)
 	start := time.Now()
 	err := c.Next()
@@ -256,7 +258,7 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	if ri.entry.ID == "" {
 		ri.entry.ID = newID("req-")
 	}
-	s.reqlog.write(&ri.entry)
+	s.logRequest(&ri.entry)
 	if status >= 500 {
 		s.log.Error("request failed", "endpoint", ep, "status", status, "error", derefOr(msg, ""))
 	} else {

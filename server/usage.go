@@ -46,6 +46,13 @@ func (s *Server) recordUsage(apiKey string, e *LogEntry) {
 	_ = s.cfg.Usage.AddUsage(apiKey, s.modelName, u)
 }
 
+// logRequest writes a finished request's log line and adds it to the usage
+// statistics.
+func (s *Server) logRequest(e *LogEntry) {
+	s.reqlog.write(e)
+	s.recordUsage(e.apiKey, e)
+}
+
 var usageDay = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 
 // handleUsage serves GET /v1/usage (Infernix's own endpoint): usage rows per
