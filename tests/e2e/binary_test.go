@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,32 +19,11 @@ import (
 // user needs (model, device, memory, address), serves, honours its flags
 // (API key, request log) and exits cleanly on SIGTERM.
 func TestServeBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	root, err := testmodel.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "infernix")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/infernix")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	_, tmp, bin := buildBinary(t)
 	model := testmodel.Dir(t, testmodel.Options{})
 	logPath := filepath.Join(tmp, "requests.jsonl")
-	cmd := exec.Command(bin, "serve", "--model", model, "--port", "0", "--context", "1024", "--max-batch-tokens", "64",
+	cmd, stdout, stderr := startServe(t, bin, "--model", model, "--port", "0", "--context", "1024", "--max-batch-tokens", "64",
 		"--api-key", "k1", "--request-log", logPath, "--log-file", filepath.Join(tmp, "server.log"), "--served-model-name", "tiny")
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(stdout)

@@ -3,9 +3,7 @@ package e2e
 import (
 	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,21 +18,7 @@ import (
 // switches to it, plugin lines go to --plugin-lines, and plugin kv state
 // lives in --data-dir's store.
 func TestServeBinaryHooks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	root, err := testmodel.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "infernix")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/infernix")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	root, tmp, bin := buildBinary(t)
 	scripts := filepath.Join(tmp, "hooks")
 	os.Mkdir(scripts, 0o755)
 	route := filepath.Join(scripts, "r.star")
@@ -46,16 +30,9 @@ func TestServeBinaryHooks(t *testing.T) {
 	writeRoute("def route(request):\n    return {\"error\": \"v1\", \"status\": 403} if request.model == \"x\" else None\n")
 	lines := filepath.Join(tmp, "audit.jsonl")
 	model := testmodel.Dir(t, testmodel.Options{})
-	cmd := exec.Command(bin, "serve", "--model", model, "--port", "0", "--context", "1024", "--max-batch-tokens", "64",
+	cmd, stdout, stderr := startServe(t, bin, "--model", model, "--port", "0", "--context", "1024", "--max-batch-tokens", "64",
 		"--log-file", filepath.Join(tmp, "server.log"), "--scripts", scripts, "--script-poll-ms", "0",
 		"--plugins", filepath.Join(root, "scripts", "plugins"), "--plugin-lines", lines, "--data-dir", filepath.Join(tmp, "data"))
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
 	sc := bufio.NewScanner(stdout)
 	var banner []string
 	url := ""

@@ -7,6 +7,7 @@ import (
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/backend/cpu"
 	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/model/reftest"
 )
 
 func syntheticModel(t testing.TB, arch string) model.Model {
@@ -34,10 +35,10 @@ func TestPrefillEqualsDecode(t *testing.T) {
 			for i := range tokens {
 				tokens[i] = int32((i*37 + 11) % 97)
 			}
-			all := forward(t, m, []int32{3, 1}, tokens, 0)
+			all := reftest.Forward(t, m, []int32{3, 1}, tokens, 0)
 			// Token by token in other blocks.
 			for i := range tokens {
-				r := forward(t, m, []int32{5, 6}, tokens[i:i+1], i)
+				r := reftest.Forward(t, m, []int32{5, 6}, tokens[i:i+1], i)
 				if d := maxDiff(r[0], all[i]); d > 1e-4 {
 					t.Fatalf("position %d: decode differs from prefill by %.2e", i, d)
 				}
@@ -54,7 +55,7 @@ func TestPrefillEqualsDecode(t *testing.T) {
 			b.Attn.Pos = append(b.Attn.Pos, 10)
 			b.Outputs = []int32{29, 30}
 			// Seq A's first 40 tokens into blocks 7, 8.
-			forward(t, m, []int32{7, 8}, tokens[:40], 0)
+			reftest.Forward(t, m, []int32{7, 8}, tokens[:40], 0)
 			V := m.Config().VocabSize
 			dst := make([]float32, 2*V)
 			if err := m.Forward(b, dst); err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/model/reftest"
 )
 
 func maxAbsDiff(a, b [][]float32) float64 {
@@ -26,14 +27,14 @@ func TestChunkingInvariance(t *testing.T) {
 			ref := loadRef(t, name)
 			p := ref.Prompts[len(ref.Prompts)-1]
 			m := loadModel(t, name, model.Options{KVBlocks: 8, MaxBatchTokens: 256})
-			s := &seq{m: m, slot: 0, blocks: blocksFor(8)}
+			s := &seq{m: m, slot: 0, blocks: reftest.Blocks(8)}
 			whole := s.run(t, p.Tokens, 0)
 			for _, sizes := range [][]int{{1}, {7, 64, 1, 33, 100}, {63, 2, 65}} {
 				got := s.runChunks(t, p.Tokens, sizes...)
 				if d := maxAbsDiff(whole, got); d > 1e-4 {
 					t.Errorf("chunks %v: max |Δ logit| vs one prefill = %.2e", sizes, d)
 				}
-				if d := topDiff(got, p.Top); d > 1e-3 {
+				if d := reftest.MaxTopDiff(got, p.Top); d > 1e-3 {
 					t.Errorf("chunks %v: max |Δ log-prob| vs reference = %.2e", sizes, d)
 				}
 			}

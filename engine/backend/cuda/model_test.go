@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/model/reftest"
 	"github.com/infernix/infernix/engine/safetensors"
 
 	_ "github.com/infernix/infernix/engine/arch/qwen3"
@@ -123,27 +123,10 @@ func anyBackendErr(model.Model) (error, bool) {
 	return nil, false
 }
 
-func logSoftmax(x []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, float64(v))
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v) - mx)
-	}
-	l := mx + math.Log(s)
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - l
-	}
-	return out
-}
-
 // topDelta is the largest |Δ log-prob| over the reference's top 10, and the
 // reference's margin between its two best tokens.
 func topDelta(got, want []float32) (worst, margin float64, best int) {
-	lg, lw := logSoftmax(got), logSoftmax(want)
+	lg, lw := reftest.LogSoftmax(got), reftest.LogSoftmax(want)
 	idx := make([]int, len(lw))
 	for i := range idx {
 		idx[i] = i
@@ -153,16 +136,6 @@ func topDelta(got, want []float32) (worst, margin float64, best int) {
 		worst = math.Max(worst, math.Abs(lg[i]-lw[i]))
 	}
 	return worst, lw[idx[0]] - lw[idx[1]], idx[0]
-}
-
-func argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
 }
 
 // checkModels runs the same prompts through the GPU and the CPU model:
@@ -218,7 +191,7 @@ func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, t
 			if w > tol {
 				t.Errorf("lane %d step %d: max |Δ log-prob| %.3g > %.3g", i, s, w, tol)
 			}
-			ag := argmax(lg[i])
+			ag := reftest.Argmax(lg[i])
 			if int(ag) != best {
 				if margin >= 0.05 {
 					t.Errorf("lane %d step %d: greedy %d on the GPU, %d on the CPU (margin %.3g)", i, s, ag, best, margin)
@@ -287,7 +260,7 @@ func TestGraphsMatchEager(t *testing.T) {
 		for s := 0; s < 12; s++ {
 			lg := step(t, m, l, [][]int32{{next}})[0]
 			out = append(out, append([]float32(nil), lg...))
-			next = argmax(lg)
+			next = reftest.Argmax(lg)
 		}
 		return out
 	}
@@ -349,18 +322,6 @@ func TestFixtures(t *testing.T) {
 	}
 }
 
-// hfReference is what tests/device/hf_compare.py writes.
-type hfReference struct {
-	Model   string `json:"model"`
-	Arch    string `json:"arch"`
-	Prompts []struct {
-		Tokens       []int32        `json:"tokens"`
-		Top          [][][2]float64 `json:"top"`
-		Greedy       []int32        `json:"greedy"`
-		GreedyMargin []float64      `json:"greedy_margin"`
-	} `json:"prompts"`
-}
-
 // TestHFReference compares the CUDA backend with transformers on random
 // checkpoints of real shapes made on the GPU machine
 // (INFERNIX_HF_DIR=<hf_compare.py's output>): top-10 log-probs at every
@@ -379,12 +340,9 @@ func TestHFReference(t *testing.T) {
 	for _, f := range files {
 		dir := filepath.Dir(f)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			var ref hfReference
-			data, err := os.ReadFile(f)
+			// What tests/device/hf_compare.py writes.
+			ref, err := reftest.Load(f)
 			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(data, &ref); err != nil {
 				t.Fatal(err)
 			}
 			cfg, err := model.LoadConfig(dir)
@@ -397,29 +355,13 @@ func TestHFReference(t *testing.T) {
 			}
 			defer set.Close()
 			m := build(t, cfg, &model.FileWeights{Set: set, Be: b}, b)
-			V := cfg.VocabSize
 			for pi, p := range ref.Prompts {
 				blocks := []int32{int32(8*pi + 3), int32(8*pi + 1), int32(8*pi + 2), int32(8 * pi), int32(8*pi + 4)}
-				bt := &model.Batch{Tokens: p.Tokens, Attn: backend.AttnBatch{Blocks: [][]int32{blocks}}}
-				for i := range p.Tokens {
-					bt.Attn.Seq = append(bt.Attn.Seq, 0)
-					bt.Attn.Pos = append(bt.Attn.Pos, int32(i))
-					bt.Outputs = append(bt.Outputs, int32(i))
-				}
-				dst := make([]float32, len(p.Tokens)*V)
-				if err := m.Forward(bt, dst); err != nil {
-					t.Fatal(err)
-				}
+				rows := reftest.Forward(t, m, blocks, p.Tokens, 0)
 				if b.err != nil {
 					t.Fatal(b.err)
 				}
-				var worst float64
-				for pos, top := range p.Top {
-					lp := logSoftmax(dst[pos*V : (pos+1)*V])
-					for _, pair := range top {
-						worst = math.Max(worst, math.Abs(lp[int(pair[0])]-pair[1]))
-					}
-				}
+				worst := reftest.MaxTopDiff(rows, p.Top)
 				t.Logf("prompt %d (%d tokens): max |Δ log-prob| over top-10 vs transformers = %.3g", pi, len(p.Tokens), worst)
 				// Measured 0.04–0.15 on the H200 (2026-12-01): bf16
 				// activations in cuBLASLt prefill products and the bf16
@@ -429,7 +371,7 @@ func TestHFReference(t *testing.T) {
 					t.Errorf("prompt %d: max |Δ log-prob| %.3g > 0.25", pi, worst)
 				}
 				l := &lane{blocks: blocks, toks: append([]int32(nil), p.Tokens...)}
-				next := argmax(dst[(len(p.Tokens)-1)*V:])
+				next := reftest.Argmax(rows[len(rows)-1])
 				for s, want := range p.Greedy {
 					if next != want {
 						if p.GreedyMargin[s] < 0.05 {
@@ -440,7 +382,7 @@ func TestHFReference(t *testing.T) {
 						break
 					}
 					lg := step(t, m, []*lane{l}, [][]int32{{next}})[0]
-					next = argmax(lg)
+					next = reftest.Argmax(lg)
 				}
 			}
 		})
