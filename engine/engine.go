@@ -35,6 +35,9 @@ type Options struct {
 	SyntheticWeights bool   // random weights of the configured shapes (benchmarks)
 	ChatTemplate     string // a template file overriding the model's
 	Sched            sched.Config
+	// GPUMemoryFraction is the share of the device's free memory the engine
+	// may use for weights and KV (0 = 0.9).
+	GPUMemoryFraction float64
 
 	// Prefix cache (engine/prefix). NoPrefixReuse turns reuse and its
 	// persistence off. Persist (nil = none) keeps blocks across restarts.
@@ -115,7 +118,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 			elem = 2
 		}
 		perBlock := int64(tc.NumHiddenLayers) * 2 * backend.BlockSize * int64(tc.NumKeyValueHeads*tc.HeadDim) * elem
-		if limit := int(kvBudget(be, weightEstimate(dir, opt)) / max(perBlock, 1)); blocks > limit {
+		if limit := int(kvBudget(be, weightEstimate(dir, opt), opt.GPUMemoryFraction) / max(perBlock, 1)); blocks > limit {
 			blocks = max(limit, (ctx+backend.BlockSize-1)/backend.BlockSize)
 		}
 	}
@@ -186,11 +189,15 @@ func newBackend(opt Options) (backend.Backend, error) {
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // kvBudget is the memory the KV pool may take: 4 GiB of host memory on the
-// CPU; on a device, 85% of what is free after the weights.
-func kvBudget(be backend.Backend, weightBytes int64) int64 {
+// CPU; on a device, the --gpu-memory-fraction of what is free less the
+// weights and a margin for activations and the CUDA workspace.
+func kvBudget(be backend.Backend, weightBytes int64, fraction float64) int64 {
+	if fraction <= 0 || fraction > 1 {
+		fraction = 0.9
+	}
 	if mr, ok := be.(backend.MemoryReporter); ok {
 		if free, _, _, err := mr.Memory(); err == nil {
-			return max(int64(float64(free)*0.85)-weightBytes, 256<<20)
+			return max(int64(float64(free)*fraction)-weightBytes-planOverhead, 256<<20)
 		}
 	}
 	return 4 << 30

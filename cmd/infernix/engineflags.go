@@ -22,6 +22,7 @@ type engineFlags struct {
 	synthetic    bool
 	chatTemplate string
 	prefix       prefixFlags
+	gpuFraction  float64
 }
 
 func (f *engineFlags) register(fs *flag.FlagSet) {
@@ -35,6 +36,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.batchTokens, "max-batch-tokens", 512, "largest forward pass in tokens")
 	fs.BoolVar(&f.synthetic, "synthetic-weights", false, "random weights of the model's shapes (benchmarks)")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template file overriding the model's")
+	fs.Float64Var(&f.gpuFraction, "gpu-memory-fraction", 0.9, "share of the GPU's free memory for weights and KV cache")
 	f.prefix.register(fs)
 }
 
@@ -47,6 +49,10 @@ func (f *engineFlags) load() (*engine.Engine, error) {
 	opt.Sched.MaxLanes = f.maxLanes
 	opt.Sched.MaxQueue = f.maxQueue
 	opt.Sched.PrefillChunk = f.prefillChunk
+	if f.gpuFraction <= 0 || f.gpuFraction > 1 {
+		return nil, fmt.Errorf("--gpu-memory-fraction must be in (0, 1], got %g", f.gpuFraction)
+	}
+	opt.GPUMemoryFraction = f.gpuFraction
 	if err := f.prefix.apply(&opt); err != nil {
 		return nil, err
 	}
