@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/safetensors"
@@ -113,20 +115,32 @@ func (s *SyntheticWeights) Tensor(name string, shape ...int) (backend.Tensor, er
 		}
 		return s.Be.Upload(name, backend.BF16, shape, buf)
 	}
-	// Uniform values of standard deviation ~0.02 from a cheap generator:
-	// real-model shapes have billions of elements.
-	r := rand.New(rand.NewPCG(s.Seed, uint64(len(name))*1315423911+uint64(n)))
+	// Uniform values of the given standard deviation from a cheap generator,
+	// in parallel chunks: real-model shapes have billions of elements.
 	std := s.Std
 	if std == 0 {
 		std = 0.02
 	}
 	scale := float32(std * 1.7320508 / (1 << 15))
-	for i := 0; i+4 <= n; i += 4 {
-		x := r.Uint64()
-		for k := 0; k < 4; k++ {
-			v := float32(int16(x>>(16*k))) * scale
-			binary.LittleEndian.PutUint16(buf[2*(i+k):], uint16(math.Float32bits(v)>>16))
-		}
+	const chunk = 1 << 20
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(lo, hi int) {
+			defer func() { <-sem; wg.Done() }()
+			r := rand.New(rand.NewPCG(s.Seed, uint64(len(name))*1315423911+uint64(n)+uint64(lo)*2654435761))
+			for i := lo; i < hi; i += 4 {
+				x := r.Uint64()
+				for k := 0; k < 4 && i+k < hi; k++ {
+					v := float32(int16(x>>(16*k))) * scale
+					binary.LittleEndian.PutUint16(buf[2*(i+k):], uint16(math.Float32bits(v)>>16))
+				}
+			}
+		}(lo, hi)
 	}
+	wg.Wait()
 	return s.Be.Upload(name, backend.BF16, shape, buf)
 }
