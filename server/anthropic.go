@@ -72,6 +72,7 @@ func (s *Server) handleMessages(c *fiber.Ctx) error {
 		return err
 	}
 	ar.chat.hookKey, ar.chat.hookEndpoint = strings.Clone(requestKey(c)), "/v1/messages"
+	ar.chat.stream = ar.stream // for the hooks' request.stream
 	j, prefilled, err := s.anthropicJob(ar)
 	if err != nil {
 		return err

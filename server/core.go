@@ -84,9 +84,10 @@ type result struct {
 	promptLogprobs                         []sched.PromptLogprob
 	tailLogprobs                           []tokenLogprob // not attached to any output
 	calls                                  int
-	stopString                             string // the stop string that matched
-	err                                    error  // engine failure (finish = error)
-	writeErr                               error  // the client went away
+	stopString                             string            // the stop string that matched
+	err                                    error             // engine failure (finish = error)
+	writeErr                               error             // the client went away
+	tags                                   map[string]string // on_response's tags, for the request log
 }
 
 // peerPoll is how often a running request checks that its client is still

@@ -20,7 +20,7 @@ type Hooks struct {
 	Sampling  SamplingOverrider    // Starlark sampling
 	Grammar   GrammarProvider      // Starlark grammar (validated and logged only)
 	Tools     ToolCallParser       // Starlark parse_tool_calls
-	Editor    ResponseEditor       // Starlark on_response (non-streamed replies)
+	Editor    ResponseEditor       // Starlark on_response (every reply; holds streams back)
 	Observers []CompletionObserver // Lua on_complete: last, errors only logged
 	HTTP      PluginHTTP           // Lua HTTP handlers under /plugins/<name>/
 }
@@ -145,8 +145,10 @@ type HookResponse struct {
 	Tags               map[string]string // set by a ResponseEditor
 }
 
-// ResponseEdit changes a non-streamed reply. A nil Content keeps the text;
-// ToolCalls replaces the calls when ReplaceCalls is set.
+// ResponseEdit changes a reply. A nil Content keeps the text; ToolCalls
+// replaces the calls when ReplaceCalls is set (ignored by /v1/completions,
+// which has no calls). Tags go to the request log line, the server log and
+// the observers.
 type ResponseEdit struct {
 	Content      *string
 	ToolCalls    []toolcall.Call
@@ -154,7 +156,11 @@ type ResponseEdit struct {
 	Tags         map[string]string
 }
 
-// ResponseEditor edits a non-streamed reply before it is sent.
+// ResponseEditor edits a reply before it is sent, in every API (chat,
+// Messages, Responses, completions). While one is configured a streamed
+// reply is generated whole and held back, edited, then streamed out: its
+// events all arrive at the end. It is not called for a generation that
+// failed or whose client went away.
 type ResponseEditor interface {
 	EditResponse(r *HookRequest, resp *HookResponse) (ResponseEdit, error)
 }

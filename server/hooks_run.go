@@ -16,10 +16,24 @@ import (
 type jobHooks struct {
 	req     *HookRequest
 	collect bool
+	// hold: an editor is configured, so the outputs are held back until
+	// it has run and then sent, edited, to the encoder (emit).
+	hold    bool
+	noCalls bool // the API has no tool calls (completions): call edits are ignored
+	held    []heldOutput
+	emit    func(*output) error
 
 	content, reasoning strings.Builder
 	calls              []toolcall.Call
-	edit               *ResponseEdit // the editor's edit, applied by the handler
+}
+
+// heldOutput is a copy of an output kept until the editor has run.
+type heldOutput struct {
+	kind     outKind
+	text, id string
+	name     string
+	index    int
+	logprobs []tokenLogprob
 }
 
 // hooksOn reports whether any hook is configured.
@@ -90,7 +104,7 @@ func (s *Server) requestHooks(req *chatRequest) (*jobHooks, *APIError) {
 		return nil, nil
 	}
 	h := s.cfg.Hooks
-	jh := &jobHooks{req: s.newHookRequest(req), collect: h.Editor != nil || len(h.Observers) > 0}
+	jh := &jobHooks{req: s.newHookRequest(req), collect: h.Editor != nil || len(h.Observers) > 0, hold: h.Editor != nil}
 	for _, f := range h.Filters {
 		rej, err := f.FilterRequest(jh.req)
 		if err != nil {
@@ -134,6 +148,29 @@ func (s *Server) requestHooks(req *chatRequest) (*jobHooks, *APIError) {
 			return nil, s.hookError("route", fmt.Errorf("hook route: reasoning_effort %q is not one of none, minimal, low, medium, high, xhigh", e))
 		}
 	}
+	return jh, nil
+}
+
+// complHooks runs the request-level hooks for /v1/completions: the
+// filters and the router (its max_tokens override is applied to req; its
+// thinking_budget and reasoning_effort do not apply). The hooks see the
+// prompt as one user message. nil, nil: no hooks.
+func (s *Server) complHooks(req *complRequest, prompt string, ids []int32, key string) (*jobHooks, *APIError) {
+	if !s.hooksOn() {
+		return nil, nil
+	}
+	if prompt == "" && ids != nil {
+		prompt = s.eng.Tokenizer.Decode(ids, req.gen.skipSpecialTokens)
+	}
+	msgs := append([]byte(`[{"role":"user","content":`), appendString(nil, prompt)...)
+	cr := &chatRequest{messages: append(msgs, "}]"...), gen: req.gen, thinkBudget: -1, stream: req.stream,
+		hookKey: key, hookEndpoint: "/v1/completions"}
+	jh, err := s.requestHooks(cr)
+	if err != nil {
+		return nil, err
+	}
+	req.gen.model, req.gen.maxTokens = cr.gen.model, cr.gen.maxTokens
+	jh.noCalls = true
 	return jh, nil
 }
 
@@ -299,12 +336,15 @@ func (h *hookToolParser) Finish() []toolcall.Event {
 	return evs
 }
 
-// wrapEmit collects the reply for the editor and observers.
+// wrapEmit collects the reply for the editor and observers. With an editor
+// the outputs are held back (streamed or not): finishHooks sends them once
+// the editor has run.
 func (j *job) wrapEmit(emit func(*output) error) func(*output) error {
 	jh := j.hooks
 	if jh == nil || !jh.collect {
 		return emit
 	}
+	jh.emit = emit
 	return func(o *output) error {
 		switch o.kind {
 		case outContent:
@@ -321,13 +361,93 @@ func (j *job) wrapEmit(emit func(*output) error) func(*output) error {
 				jh.calls[o.index].Arguments += o.text
 			}
 		}
+		if jh.hold {
+			jh.held = append(jh.held, heldOutput{kind: o.kind, text: strings.Clone(o.text), id: strings.Clone(o.id),
+				name: strings.Clone(o.name), index: o.index, logprobs: append([]tokenLogprob(nil), o.logprobs...)})
+			return nil
+		}
 		return emit(o)
 	}
 }
 
+// release sends the held outputs to the encoder, with the editor's edit
+// (nil: unchanged): an edited content replaces the content outputs (as one
+// output, where the first content or call was, carrying their logprobs),
+// replaced calls are sent after it with new ids. A failed send ends the
+// reply as cancelled.
+func (s *Server) release(jh *jobHooks, ed *ResponseEdit, res *result) {
+	held := jh.held
+	jh.held = nil
+	newContent := ed != nil && ed.Content != nil
+	newCalls := ed != nil && ed.ReplaceCalls && !jh.noCalls
+	var o output
+	send := func(h *heldOutput) bool {
+		o = output{kind: h.kind, text: h.text, index: h.index, id: h.id, name: h.name, logprobs: h.logprobs}
+		if err := jh.emit(&o); err != nil {
+			res.writeErr = err
+			if res.finish != "error" {
+				res.finish = "cancelled"
+			}
+			return false
+		}
+		return true
+	}
+	var lps []tokenLogprob // the replaced content's
+	for i := range held {
+		if held[i].kind == outContent && newContent {
+			lps = append(lps, held[i].logprobs...)
+		}
+	}
+	placed := !newContent
+	place := func() bool {
+		placed = true
+		if *ed.Content == "" {
+			res.tailLogprobs = append(lps, res.tailLogprobs...)
+			return true
+		}
+		return send(&heldOutput{kind: outContent, text: *ed.Content, logprobs: lps})
+	}
+	for i := range held {
+		h := &held[i]
+		switch h.kind {
+		case outContent:
+			if newContent {
+				if !placed && !place() {
+					return
+				}
+				continue
+			}
+		case outCallStart, outCallArgs:
+			if !placed && !place() {
+				return
+			}
+			if newCalls {
+				if len(h.logprobs) > 0 {
+					res.tailLogprobs = append(append([]tokenLogprob(nil), h.logprobs...), res.tailLogprobs...)
+				}
+				continue
+			}
+		}
+		if !send(h) {
+			return
+		}
+	}
+	if !placed && !place() {
+		return
+	}
+	if newCalls {
+		for i, c := range ed.ToolCalls {
+			if !send(&heldOutput{kind: outCallStart, index: i, id: newCallID(), name: c.Name}) ||
+				!send(&heldOutput{kind: outCallArgs, index: i, text: c.Arguments}) {
+				return
+			}
+		}
+	}
+}
+
 // finishHooks runs at the end of a generation: it fails the result when
-// the script tool parser failed, then runs the editor (non-streamed
-// replies) and the observers.
+// the script tool parser failed, then runs the editor, sends the held
+// (edited) outputs, and runs the observers.
 func (s *Server) finishHooks(j *job, p *pipeline, res *result) {
 	if hp, ok := p.tools.(*hookToolParser); ok && hp.err != nil {
 		res.finish, res.err = "error", s.hookError("parse_tool_calls", hp.err)
@@ -344,18 +464,23 @@ func (s *Server) finishHooks(j *job, p *pipeline, res *result) {
 	resp := &HookResponse{Content: jh.content.String(), Reasoning: jh.reasoning.String(), ToolCalls: jh.calls,
 		Finish: res.finish, PromptTokens: res.promptTokens, CompletionTokens: res.completionTokens}
 	h := s.cfg.Hooks
-	if h.Editor != nil && !jh.req.Stream && res.finish != "error" && res.writeErr == nil {
+	var edit *ResponseEdit
+	if h.Editor != nil && res.finish != "error" && res.writeErr == nil {
 		ed, err := h.Editor.EditResponse(jh.req, resp)
 		if err != nil {
+			// nothing of the reply is sent: the editor may have been
+			// meant to redact it
 			res.finish, res.err = "error", s.hookError("on_response", err)
+			jh.held = nil
 			return
 		}
-		jh.edit = &ed
+		edit = &ed
 		if ed.Content != nil {
 			resp.Content = *ed.Content
 		}
-		if ed.ReplaceCalls {
+		if ed.ReplaceCalls && !jh.noCalls {
 			resp.ToolCalls = ed.ToolCalls
+			res.calls = len(ed.ToolCalls)
 			switch {
 			case len(ed.ToolCalls) > 0:
 				res.finish = "tool_calls"
@@ -364,33 +489,18 @@ func (s *Server) finishHooks(j *job, p *pipeline, res *result) {
 			}
 			resp.Finish = res.finish
 		}
-		resp.Tags = ed.Tags
 		if len(ed.Tags) > 0 {
+			resp.Tags = ed.Tags
+			res.tags = ed.Tags
 			s.log.Info("response tags", "tags", ed.Tags)
 		}
+	}
+	if jh.hold && res.writeErr == nil {
+		s.release(jh, edit, res)
 	}
 	for _, o := range h.Observers {
 		if err := o.ObserveCompletion(jh.req, resp); err != nil {
 			s.log.Error("on_complete hook failed", "error", err.Error())
-		}
-	}
-}
-
-// applyChatEdit applies the editor's edit to a collected chat reply.
-func (s *Server) applyChatEdit(j *job, enc *chatEncoder) {
-	if j.hooks == nil || j.hooks.edit == nil {
-		return
-	}
-	ed := j.hooks.edit
-	if ed.Content != nil {
-		enc.content.Reset()
-		enc.content.WriteString(*ed.Content)
-	}
-	if ed.ReplaceCalls {
-		enc.calls = make([]collectedCall, len(ed.ToolCalls))
-		for i, c := range ed.ToolCalls {
-			enc.calls[i].id, enc.calls[i].name = newCallID(), c.Name
-			enc.calls[i].args.WriteString(c.Arguments)
 		}
 	}
 }

@@ -37,7 +37,6 @@ func (s *Server) handleChat(c *fiber.Ctx) error {
 		if res.finish == "error" {
 			return engineError(res)
 		}
-		s.applyChatEdit(j, enc)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		return c.Send(enc.appendResponse(nil, res))
 	}
@@ -84,6 +83,7 @@ func fillEntry(e *LogEntry, res *result) {
 	st := &res.stats
 	e.PromptTokens, e.CompletionTokens, e.CachedTokens = res.promptTokens, res.completionTokens, res.cached
 	e.FinishReason = res.finish
+	e.Tags = res.tags
 	e.Preemptions = st.Preemptions
 	e.Timings = LogTimings{Queue: ms(st.Queue), Prefill: ms(st.Prefill), TTFT: ms(st.TTFT), Decode: ms(st.Decode), Total: ms(st.Total)}
 	switch {

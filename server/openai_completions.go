@@ -30,6 +30,10 @@ func (s *Server) handleCompletions(c *fiber.Ctx) error {
 	} else if req.echo {
 		promptText = s.eng.Tokenizer.Decode(ids, req.gen.skipSpecialTokens)
 	}
+	jh, aerr := s.complHooks(req, promptText, ids, strings.Clone(requestKey(c)))
+	if aerr != nil {
+		return aerr
+	}
 	j := &job{
 		prompt:      ids,
 		maxTokens:   req.gen.maxTokens,
@@ -43,6 +47,9 @@ func (s *Server) handleCompletions(c *fiber.Ctx) error {
 	}
 	if req.echo && req.logprobs >= 0 && !req.stream {
 		j.promptLogprobs, j.promptTop = true, req.logprobs
+	}
+	if aerr := s.jobHooksApply(jh, j); aerr != nil {
+		return aerr
 	}
 	ri := info(c)
 	enc := &complEncoder{s: s, id: newID("cmpl-"), created: arrived.Unix(), logprobs: req.logprobs >= 0, asIDs: req.gen.tokensAsIDs}

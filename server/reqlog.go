@@ -30,6 +30,9 @@ type LogEntry struct {
 	FinishReason     string `json:"finish_reason,omitempty"`
 	Preemptions      int    `json:"preemptions"`
 
+	// Tags are the on_response hook's tags (see docs/scripting.md).
+	Tags map[string]string `json:"tags,omitempty"`
+
 	Timings LogTimings `json:"timings_ms"`
 	Error   *string    `json:"error"`
 

@@ -69,6 +69,7 @@ func (s *Server) handleResponses(c *fiber.Ctx) error {
 	rr.chat.messages = json.RawMessage(append(msgs, ']'))
 
 	rr.chat.hookKey, rr.chat.hookEndpoint = strings.Clone(requestKey(c)), "/v1/responses"
+	rr.chat.stream = rr.stream // for the hooks' request.stream
 	j, err := s.chatJob(rr.chat)
 	if err != nil {
 		return err

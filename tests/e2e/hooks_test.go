@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/infernix/infernix/plugins"
 	"github.com/infernix/infernix/script"
@@ -276,4 +279,212 @@ def sampling(request):
 	if c := r.Get("choices.0.message.content").Str; c != "hel" || r.Get("choices.0.finish_reason").Str != "stop" {
 		t.Errorf("reply with a hook stop string %q: %s", c, r.Raw)
 	}
+}
+
+// editScript is an on_response hook that marks the reply with its API and
+// whether it was streamed, replaces the calls when the last message is
+// "calls", and tags
+// the request log line.
+const editScript = `
+def on_response(request, response):
+    mode = "stream" if request.stream else "whole"
+    out = {"content": "edited:%s:%s" % (request.endpoint, mode), "tags": {"edited": mode, "api": request.endpoint}}
+    if request.messages[-1].content == "calls":
+        out["content"] = ""
+        out["tool_calls"] = [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+    return out
+`
+
+// requestLogLines reads the request log once it has n lines (a stream's
+// line is written after its last event).
+func requestLogLines(t *testing.T, path string, n int) []gjson.Result {
+	t.Helper()
+	var lines []gjson.Result
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		data, _ := os.ReadFile(path)
+		lines = lines[:0]
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if l != "" {
+				lines = append(lines, gjson.Parse(l))
+			}
+		}
+		if len(lines) >= n {
+			break
+		}
+	}
+	if len(lines) != n {
+		t.Fatalf("request log has %d lines, want %d", len(lines), n)
+	}
+	return lines
+}
+
+// TestHooksResponseEditAllAPIs: an on_response edit (text, replaced tool
+// calls) reaches chat, Anthropic Messages and Responses replies, whole and
+// streamed (a streamed reply is held back until the hook ran), and its tags
+// reach the request log line.
+func TestHooksResponseEditAllAPIs(t *testing.T) {
+	scripts := t.TempDir()
+	os.WriteFile(filepath.Join(scripts, "edit.star"), []byte(editScript), 0o644)
+	logPath := filepath.Join(t.TempDir(), "requests.jsonl")
+	ts := start(t, opts{server: server.Config{Hooks: hooksFor(t, scripts, ""), RequestLog: logPath}})
+	defer ts.close()
+
+	// OpenAI chat.
+	chatURL := ts.URL + "/v1/chat/completions"
+	if st, _, r := post(t, chatURL, hello(map[string]any{"max_tokens": 3})); st != 200 ||
+		r.Get("choices.0.message.content").Str != "edited:/v1/chat/completions:whole" {
+		t.Errorf("chat: %d %s", st, r.Raw)
+	}
+	d := assembleChat(t, streamEvents(t, chatURL, hello(map[string]any{"max_tokens": 3, "stream": true})))
+	if d.content != "edited:/v1/chat/completions:stream" || d.finish != "length" {
+		t.Errorf("chat stream: %+v", d)
+	}
+	d = assembleChat(t, streamEvents(t, chatURL, map[string]any{"max_tokens": 3, "stream": true, "messages": userMsg("calls")}))
+	if d.content != "" || len(d.calls) != 1 || d.calls[0].name != "get_weather" || d.calls[0].args != `{"city":"Paris"}` ||
+		!strings.HasPrefix(d.calls[0].id, "call_") || d.finish != "tool_calls" {
+		t.Errorf("chat stream, replaced calls: %+v", d)
+	}
+
+	// Anthropic Messages.
+	anth := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 3,
+		"messages": []map[string]any{{"role": "user", "content": "Hello"}}}
+	st, _, r := post(t, ts.URL+"/v1/messages", anth, anthHeaders...)
+	if b := blocksOf(r); st != 200 || len(b) != 1 || b[0].Text != "edited:/v1/messages:whole" || r.Get("stop_reason").Str != "max_tokens" {
+		t.Errorf("anthropic: %d %s", st, r.Raw)
+	}
+	anth["stream"] = true
+	m := assembleAnthropic(t, namedEvents(t, ts.URL+"/v1/messages", anth, anthHeaders...))
+	if len(m.blocks) != 1 || m.blocks[0].Text != "edited:/v1/messages:stream" || m.stopReason != "max_tokens" {
+		t.Errorf("anthropic stream: %+v %s", m.blocks, m.stopReason)
+	}
+	anth["stream"], anth["messages"] = false, userMsg("calls")
+	st, _, r = post(t, ts.URL+"/v1/messages", anth, anthHeaders...)
+	if b := blocksOf(r); st != 200 || len(b) != 1 || b[0].Type != "tool_use" || b[0].Name != "get_weather" ||
+		b[0].Input != `{"city":"Paris"}` || r.Get("stop_reason").Str != "tool_use" {
+		t.Errorf("anthropic, replaced calls: %d %s", st, r.Raw)
+	}
+
+	// OpenAI Responses.
+	resp := map[string]any{"model": "gpt-5", "input": "Hello", "max_output_tokens": 3}
+	st, _, r = post(t, ts.URL+"/v1/responses", resp)
+	if it := itemsOf(r); st != 200 || len(it) != 1 || it[0].Text != "edited:/v1/responses:whole" {
+		t.Errorf("responses: %d %s", st, r.Raw)
+	}
+	resp["stream"] = true
+	items, final := assembleResponses(t, namedEvents(t, ts.URL+"/v1/responses", resp))
+	if len(items) != 1 || items[0].Text != "edited:/v1/responses:stream" || itemsOf(final)[0].Text != items[0].Text {
+		t.Errorf("responses stream: %+v %s", items, final.Raw)
+	}
+	resp["input"] = "calls"
+	items, final = assembleResponses(t, namedEvents(t, ts.URL+"/v1/responses", resp))
+	if len(items) != 1 || items[0].Type != "function_call" || items[0].Name != "get_weather" || items[0].Args != `{"city":"Paris"}` ||
+		final.Get("status").Str != "completed" {
+		t.Errorf("responses stream, replaced calls: %+v %s", items, final.Raw)
+	}
+
+	// Every line carries the hook's tags.
+	lines := requestLogLines(t, logPath, 9)
+	for i, l := range lines {
+		mode := "whole"
+		if l.Get("stream").Bool() {
+			mode = "stream"
+		}
+		if l.Get("tags.edited").Str != mode || l.Get("tags.api").Str != l.Get("endpoint").Str {
+			t.Errorf("log line %d: %s", i, l.Raw)
+		}
+	}
+}
+
+// TestHooksCompletions: /v1/completions runs the request-level hooks: a
+// filter (the quota plugin) rejects, a route rejects by prompt and caps
+// max_tokens by key, a sampling hook's logit bias applies, on_response
+// edits the text, and on_complete counts the tokens.
+func TestHooksCompletions(t *testing.T) {
+	plugs := copyDir(t, shippedDir(t, "plugins"), `["demo-key"] = 2000`, `["demo-key"] = 5`)
+	scripts := t.TempDir()
+	os.WriteFile(filepath.Join(scripts, "c.star"), []byte(`
+def route(request):
+    if request.endpoint != "/v1/completions":
+        return None
+    if request.messages[0].content == "forbidden":
+        return {"error": "no", "status": 403}
+    if request.api_key == "cap":
+        return {"max_tokens": 2}
+    return None
+
+def sampling(request):
+    if request.user == "bias":
+        return {"logit_bias": {"hello": 100}, "temperature": 1.0}
+    return None
+
+def on_response(request, response):
+    if request.user == "edit":
+        return {"content": "edited:" + response.content, "tool_calls": [{"name": "x", "arguments": "{}"}], "tags": {"t": "c"}}
+    return None
+`), 0o644)
+	logPath := filepath.Join(t.TempDir(), "requests.jsonl")
+	ts := start(t, opts{server: server.Config{Hooks: hooksFor(t, scripts, plugs), RequestLog: logPath}})
+	defer ts.close()
+	url := ts.URL + "/v1/completions"
+
+	st, _, r := post(t, url, map[string]any{"prompt": "forbidden", "max_tokens": 3})
+	if st != 403 || r.Get("error.code").Str != "rejected" {
+		t.Errorf("route rejection: %d %s", st, r.Raw)
+	}
+	st, _, r = post(t, url, map[string]any{"prompt": "Hello", "max_tokens": 8, "ignore_eos": true}, "Authorization", "Bearer cap")
+	if st != 200 || r.Get("usage.completion_tokens").Int() != 2 || r.Get("choices.0.finish_reason").Str != "length" {
+		t.Errorf("route max_tokens: %d %s", st, r.Raw)
+	}
+	d := assembleCompletionText(t, streamEvents(t, url, map[string]any{"prompt": "Hello", "max_tokens": 8, "ignore_eos": true,
+		"stream": true, "stream_options": map[string]any{"include_usage": true}}))
+	if d == "" {
+		t.Errorf("stream without a cap: no text")
+	}
+	st, _, r = post(t, url, map[string]any{"prompt": "Hello", "max_tokens": 2, "ignore_eos": true, "user": "edit"})
+	text := r.Get("choices.0.text").Str
+	if st != 200 || !strings.HasPrefix(text, "edited:") || len(text) <= len("edited:") || r.Get("choices.0.finish_reason").Str != "length" {
+		t.Errorf("on_response: %d %s", st, r.Raw)
+	}
+	_, _, tok := post(t, ts.URL+"/tokenize", map[string]any{"prompt": "hello"})
+	if len(tok.Get("tokens").Array()) == 1 {
+		_, _, r = post(t, url, map[string]any{"prompt": "Hi", "max_tokens": 3, "ignore_eos": true, "user": "bias"})
+		if c := r.Get("choices.0.text").Str; c != "hellohellohello" {
+			t.Errorf("biased completion %q: %s", c, r.Raw)
+		}
+	}
+
+	// The quota plugin: on_request rejects once on_complete counted 5 tokens.
+	if st, _, r := post(t, url, map[string]any{"prompt": "Hello", "max_tokens": 4, "ignore_eos": true}, "x-api-key", "demo-key"); st != 200 {
+		t.Fatalf("first quota request: %d %s", st, r.Raw)
+	}
+	st, hdr, r := post(t, url, map[string]any{"prompt": "Hello", "max_tokens": 4}, "x-api-key", "demo-key")
+	if st != 429 || r.Get("error.type").Str != "rate_limit_error" || hdr.Get("Retry-After") == "" {
+		t.Errorf("over quota: %d %s", st, r.Raw)
+	}
+
+	found := false
+	for _, l := range requestLogLines(t, logPath, 8) {
+		if l.Get("tags.t").Str == "c" {
+			found = true
+		} else if l.Get("tags").Exists() {
+			t.Errorf("tags on an unedited line: %s", l.Raw)
+		}
+	}
+	if !found {
+		t.Errorf("no request log line has the on_response tags")
+	}
+}
+
+// assembleCompletionText joins a streamed completion's text.
+func assembleCompletionText(t *testing.T, events []string) string {
+	t.Helper()
+	var s strings.Builder
+	for _, ev := range events[:len(events)-1] {
+		r := gjson.Parse(ev)
+		if r.Get("error").Exists() {
+			t.Fatalf("stream error: %s", ev)
+		}
+		s.WriteString(r.Get("choices.0.text").Str)
+	}
+	return s.String()
 }
