@@ -68,26 +68,36 @@ func cmdBench(args []string, stdout io.Writer) error {
 		}
 		return m.Forward(b, logits)
 	}
-	// Warm up (page in weights), then time.
-	if err := run(0, 1); err != nil {
+	// Model calls run on the scheduler's loop (a device backend's thread).
+	var prefill, decode time.Duration
+	var runErr error
+	if err := e.Sched.Run(func() {
+		// Warm up (page in weights, compile kernels, capture graphs), then time.
+		if runErr = run(0, 1); runErr != nil {
+			return
+		}
+		t0 := time.Now()
+		for pos := 0; pos < *promptN; {
+			n := min(m.MaxBatchTokens(), *promptN-pos)
+			if runErr = run(pos, n); runErr != nil {
+				return
+			}
+			pos += n
+		}
+		prefill = time.Since(t0)
+		t1 := time.Now()
+		for i := 0; i < *decodeN; i++ {
+			if runErr = run(*promptN+i, 1); runErr != nil {
+				return
+			}
+		}
+		decode = time.Since(t1)
+	}); err != nil {
 		return err
 	}
-	t0 := time.Now()
-	for pos := 0; pos < *promptN; {
-		n := min(m.MaxBatchTokens(), *promptN-pos)
-		if err := run(pos, n); err != nil {
-			return err
-		}
-		pos += n
+	if runErr != nil {
+		return runErr
 	}
-	prefill := time.Since(t0)
-	t1 := time.Now()
-	for i := 0; i < *decodeN; i++ {
-		if err := run(*promptN+i, 1); err != nil {
-			return err
-		}
-	}
-	decode := time.Since(t1)
 	res := benchResult{Model: ef.model, Device: e.Backend.Name(), WeightBytes: e.WeightBytes, PromptTokens: *promptN, DecodeTokens: *decodeN,
 		PrefillTokPerS: float64(*promptN) / prefill.Seconds(), DecodeTokPerS: float64(*decodeN) / decode.Seconds()}
 	if e.Backend.Name()[:3] == "cpu" {

@@ -24,6 +24,12 @@ func (s *Scheduler) loop() {
 			s.abortAll()
 			return
 		}
+		select {
+		case f := <-s.calls:
+			f()
+			continue
+		default:
+		}
 		s.admit()
 		s.dropCancelled()
 		if len(s.running) == 0 {
@@ -33,12 +39,18 @@ func (s *Scheduler) loop() {
 			if closed {
 				return
 			}
-			<-s.wake
+			select {
+			case <-s.wake:
+			case f := <-s.calls:
+				f()
+			}
 			continue
 		}
 		if !s.step() {
 			select {
 			case <-s.wake:
+			case f := <-s.calls:
+				f()
 			case <-time.After(idlePoll):
 			}
 		}

@@ -171,6 +171,7 @@ type Scheduler struct {
 	mu      sync.Mutex
 	waiting []*lane
 	wake    chan struct{}
+	calls   chan func()
 	running []*lane
 	busy    int
 	seq     int64
@@ -214,7 +215,7 @@ func New(m model.Model, cfg Config) *Scheduler {
 	if cfg.MaxContext <= 0 || cfg.MaxContext > m.KVBlocks()*64 {
 		cfg.MaxContext = min(m.KVBlocks()*64, m.Config().MaxPositionEmbeddings)
 	}
-	s := &Scheduler{m: m, alloc: kv.New(m.KVBlocks()), cfg: cfg, vocab: m.Config().VocabSize, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Scheduler{m: m, alloc: kv.New(m.KVBlocks()), cfg: cfg, vocab: m.Config().VocabSize, wake: make(chan struct{}, 1), calls: make(chan func()), done: make(chan struct{})}
 	if st, ok := m.(stateful); ok {
 		n := st.StateSlots()
 		s.cfg.MaxLanes = min(s.cfg.MaxLanes, n)
@@ -321,6 +322,21 @@ func (s *Scheduler) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.signal()
+}
+
+// Run runs f on the scheduler's loop goroutine between steps and waits for
+// it. Direct model calls (benchmarks, tools) must go through Run: a device
+// backend's thread is held by the loop, so a call from elsewhere would wait
+// forever. It fails once the loop has exited.
+func (s *Scheduler) Run(f func()) error {
+	done := make(chan struct{})
+	select {
+	case s.calls <- func() { defer close(done); f() }:
+	case <-s.done:
+		return ErrClosed
+	}
+	<-done
+	return nil
 }
 
 // Shutdown stops accepting requests, cancels those queued or running, and

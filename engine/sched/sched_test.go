@@ -308,3 +308,22 @@ func TestShutdownCancelsEverything(t *testing.T) {
 		t.Fatalf("submit after shutdown: %v", err)
 	}
 }
+
+// TestRunOnLoop: Run executes on the loop goroutine between steps, while
+// requests are being served, and fails once the loop has exited.
+func TestRunOnLoop(t *testing.T) {
+	m := testModel(t, 16)
+	s := New(m, Config{MaxLanes: 1})
+	ch := mustSubmit(t, s, req(prompt(8, 1), 50))
+	ran := false
+	if err := s.Run(func() { ran = true }); err != nil || !ran {
+		t.Fatalf("Run: %v, ran %v", err, ran)
+	}
+	if got, fin := collect(t, ch); len(got) != 50 || fin.Finish != "length" {
+		t.Fatalf("request around Run: %d tokens, %s", len(got), fin.Finish)
+	}
+	s.Shutdown()
+	if err := s.Run(func() {}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Run after shutdown: %v", err)
+	}
+}
