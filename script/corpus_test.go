@@ -2,7 +2,9 @@ package script
 
 import (
 	"encoding/json"
+	"math/rand"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/infernix/infernix/engine/toolcall"
@@ -94,19 +96,9 @@ func xmlCorpus(t *testing.T, e *Engine, file string) (n int, differ []string) {
 	return n, differ
 }
 
-// knownGaps are the built-in parser's recovery cases for damaged output
-// (missing openers, attribute-style names, calls inside code fences, a JSON
-// body in XML mode, …) that the shipped Starlark parser does not recover.
-var knownGaps = map[string]bool{
-	"xml_value_contains_other_tags": true, "xml_missing_opener": true, "xml_missing_opener_after_text": true,
-	"xml_damaged_param_name_attr": true, "xml_damaged_param_missing_gt": true, "xml_damaged_function_name_attr": true,
-	"xml_function_missing_gt": true, "xml_in_code_fence": true, "xml_tilde_fence_then_real_call": true,
-	"xml_json_body": true, "xml_stray_text_in_body": true, "xml_next_call_without_closers": true,
-}
-
 // TestXMLCorpus: the shipped Starlark parser gives the built-in parser's
 // content and calls, byte for byte, on every case the real chat templates
-// rendered and on every hand-written case but the known recovery gaps.
+// rendered and on every hand-written case, damaged-call recoveries included.
 func TestXMLCorpus(t *testing.T) {
 	e := load(t, "../scripts/hooks", Options{})
 	for _, file := range []string{"../engine/toolcall/testdata/rendered.json", "../engine/toolcall/testdata/corpus.json"} {
@@ -115,17 +107,15 @@ func TestXMLCorpus(t *testing.T) {
 			t.Errorf("%s: only %d xml cases", file, n)
 		}
 		for _, name := range differ {
-			if !knownGaps[name] {
-				t.Errorf("%s: %s: the Starlark parser differs from the built-in one", file, name)
-			}
+			t.Errorf("%s: %s: the Starlark parser differs from the built-in one", file, name)
 		}
-		t.Logf("%s: %d xml cases, %d known gaps", file, n, len(differ))
+		t.Logf("%s: %d xml cases", file, n)
 	}
 }
 
 // FuzzXMLParser: on any reply the shipped parser returns, never raises
-// (a script error would fail the request), gives calls whose arguments are
-// JSON objects, and its streaming form gives the same output.
+// (a script error would fail the request), gives the built-in parser's
+// content and calls, and its streaming form gives the same output.
 func FuzzXMLParser(f *testing.F) {
 	e := load(f, "../scripts/hooks", Options{})
 	f.Add("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n 5.0 \n</parameter>\n</function>\n</tool_call>")
@@ -148,8 +138,50 @@ func FuzzXMLParser(f *testing.F) {
 					t.Fatalf("%q: arguments %s", text, c.Arguments)
 				}
 			}
+			if wc, wcalls := toolcall.Parse(toolcall.FormatXML, text, ts); wc != content || !sameCalls(wcalls, calls) {
+				t.Fatalf("%q: star %q %+v, go %q %+v", text, content, calls, wc, wcalls)
+			}
 		}
 	})
+}
+
+// TestXMLRandomReplies compares the shipped parser with the built-in one on
+// random replies made of tags, damaged tags, fences, JSON and text, and
+// checks that its streaming form gives its batch output.
+func TestXMLRandomReplies(t *testing.T) {
+	e := load(t, "../scripts/hooks", Options{})
+	pieces := []string{"<tool_call>", "</tool_call>", "<function=get_weather>", "<function=get_weather",
+		"<function name=\"write_file\">", "<function=nope>", "<parameter=city>", "<parameter=days>",
+		"<parameter name=\"content\">", "<parameter=city", "</parameter>", "</function>", "\n", "\n", " ", "\t",
+		"\r\n", "```", "```xml", "~~~", "~~~~", "`", "{", "}", "<", "<tool_", "</para", "<function", "<parameter=",
+		`{"name": "get_weather", "arguments": {"city": "Par\u00eds", "days": 1.50}}`, `{"name": "nope"}`,
+		`{"name": "write_file", "arguments": "{\"path\": \"a\"}"}`, "Paris", "3", "+5", ".5", "1e3", "true", "None",
+		"text", `"`, `\`, "\x01", "[1, 2]", `{"a": 1}`}
+	tools := []toolcall.Tool{
+		{Name: "get_weather", Parameters: []byte(`{"properties":{"city":{"type":"string"},"days":{"type":["integer","null"]}}}`)},
+		{Name: "write_file", Parameters: []byte(`{"properties":{"content":{"type":["number","boolean","array","object"]}}}`)},
+	}
+	rng := rand.New(rand.NewSource(1))
+	for n := 0; n < 3000; n++ {
+		var sb strings.Builder
+		for range 1 + rng.Intn(24) {
+			sb.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		text := sb.String()
+		for _, ts := range [][]toolcall.Tool{nil, tools} {
+			calls, content, err := e.ParseToolCalls(text, ts)
+			if err != nil {
+				t.Fatalf("%q: %v", text, err)
+			}
+			if wc, wcalls := toolcall.Parse(toolcall.FormatXML, text, ts); wc != content || !sameCalls(wcalls, calls) {
+				t.Fatalf("%q (%d tools):\n star %q %+v\n   go %q %+v", text, len(ts), content, calls, wc, wcalls)
+			}
+			sc, scalls, err := streamParse(e, text, ts, 1+n%7)
+			if err != nil || sc != content || !sameCalls(scalls, calls) {
+				t.Fatalf("%q: streamed %q %+v %v, batch %q %+v", text, sc, scalls, err, content, calls)
+			}
+		}
+	}
 }
 
 // streamParse feeds text to stream_tool_calls in pieces of size bytes.
