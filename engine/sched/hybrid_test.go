@@ -76,3 +76,43 @@ func TestHybridLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestHybridPrefixReuse: a hybrid model resumes a growing conversation from
+// its cached KV blocks plus the recurrent-state snapshot at the last full
+// block of the previous prompt, with the same greedy output as computing
+// everything, and reports the reused tokens.
+func TestHybridPrefixReuse(t *testing.T) {
+	V := int32(hybridModel(t, 8).Config().VocabSize)
+	turn1 := make([]int32, 150)
+	for i := range turn1 {
+		turn1[i] = int32(i*13+7) % V
+	}
+	turn2 := append(append([]int32(nil), turn1...), 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
+	run := func(s *Scheduler, p []int32) ([]int32, int) {
+		got, fin := collect(t, mustSubmit(t, s, req(p, 8)))
+		if fin.Err != nil {
+			t.Fatal(fin.Err)
+		}
+		return got, fin.Stats.CachedTokens
+	}
+	cold := New(hybridModel(t, 16), Config{MaxLanes: 2, NoPrefixReuse: true})
+	want1, _ := run(cold, turn1)
+	want2, _ := run(cold, turn2)
+	cold.Shutdown()
+
+	s := New(hybridModel(t, 16), Config{MaxLanes: 2, PrefillChunk: 256})
+	defer s.Shutdown()
+	got1, cached1 := run(s, turn1)
+	got2, cached2 := run(s, turn2)
+	if !equal(got1, want1) || !equal(got2, want2) {
+		t.Fatalf("with reuse %v / %v, without %v / %v", got1, got2, want1, want2)
+	}
+	// turn1's last full block ends at 128: snapshot there, resumed by turn2.
+	if cached1 != 0 || cached2 != 128 {
+		t.Fatalf("cached tokens %d, %d; want 0, 128", cached1, cached2)
+	}
+	// The same prompt again resumes from the same point.
+	if got, cached := run(s, turn2); !equal(got, want2) || cached != 128 {
+		t.Fatalf("repeat: %v cached %d", got, cached)
+	}
+}

@@ -147,6 +147,9 @@ func (s *Scheduler) step() bool {
 				if l.req.PromptLogprobs && l.computed < l.nPrompt {
 					n = min(n, maxOutputs-len(b.Outputs))
 				}
+				if s.snaps != nil {
+					n = s.stopAtSnapshot(l, n)
+				}
 				if n <= 0 {
 					continue
 				}
@@ -207,6 +210,7 @@ func (s *Scheduler) step() bool {
 		}
 		l.computed += s.planN[i]
 		s.register(l)
+		s.snapshotAfterStep(l)
 		if l.computed >= l.nPrompt && l.prefillDone.IsZero() {
 			l.prefillDone = time.Now()
 			if l.req.PromptLogprobs {

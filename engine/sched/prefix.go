@@ -56,6 +56,9 @@ func (s *Scheduler) reuse(l *lane) {
 		if len(s.tiers) > 0 {
 			n = s.loadFromTiers(l, maxBlocks)
 		}
+		if s.snaps != nil {
+			n = s.resumeFromSnapshot(l, n)
+		}
 		l.computed = n * prefix.BlockSize
 		s.pc.Record(n)
 	}

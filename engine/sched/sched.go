@@ -161,6 +161,7 @@ type Scheduler struct {
 	m     model.Model
 	alloc *kv.Allocator
 	pc    *prefix.Cache // nil when reuse is off or the model cannot resume from KV alone
+	snaps *snapStore    // recurrent-state snapshots of hybrid models (nil otherwise)
 	disk  prefix.Disk   // nil: not persisted
 	tiers []prefix.Disk // host pool, then disk: searched past the device cache
 	kvc   backend.KVBlockCopier
@@ -224,9 +225,15 @@ func New(m model.Model, cfg Config) *Scheduler {
 		}
 	}
 	s.logits = make([]float32, maxOutputs*s.vocab)
-	if !cfg.NoPrefixReuse && prefix.Reusable(m) {
+	snapper, hasSnapshots := m.(stateSnapshots)
+	if !cfg.NoPrefixReuse && (prefix.Reusable(m) || hasSnapshots) {
 		s.pc = prefix.New(s.alloc)
-		s.setupTiers(m, cfg.PrefixHost, cfg.PrefixDisk)
+		if hasSnapshots && !prefix.Reusable(m) {
+			// Snapshots live in host memory only: no KV tiers for these.
+			s.snaps = newSnapStore(snapper)
+		} else {
+			s.setupTiers(m, cfg.PrefixHost, cfg.PrefixDisk)
+		}
 	}
 	if cfg.Runner != nil {
 		go cfg.Runner(s.loop)
