@@ -14,7 +14,7 @@
 // Tiers: blocks evicted from the device pool may go to a HostPool (see
 // Cache.OnEvict), and blocks may persist on a Disk (store.PrefixStore); the
 // scheduler continues a lookup past the device cache through them, copying
-// blocks back with backend.KVBlockCopier. Hybrid models: see StateSnapshots.
+// blocks back with backend.KVBlockCopier. Hybrid models also need recurrent-state snapshots (engine/sched/snapshots.go).
 //
 // The cache is safe for concurrent use; the scheduler calls it from its loop,
 // and metrics readers call Stats from anywhere.
