@@ -20,6 +20,7 @@ type prefixFlags struct {
 	dataDir  string
 	saveMins int
 	diskMiB  int
+	snapInt  int
 }
 
 func (f *prefixFlags) register(fs *flag.FlagSet) {
@@ -28,12 +29,17 @@ func (f *prefixFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the prefix cache, usage statistics and stored responses (default: none, nothing persisted)")
 	fs.IntVar(&f.saveMins, "prefix-cache-save-mins", 5, "minutes between background saves of the prefix cache")
 	fs.IntVar(&f.diskMiB, "prefix-cache-disk-mib", 4096, "largest on-disk prefix cache")
+	fs.IntVar(&f.snapInt, "snapshot-interval", 16, "hybrid models: blocks of 64 tokens between recurrent-state snapshots kept for prefix reuse")
 }
 
 // apply sets the engine's prefix options and opens --data-dir; the engine
 // owns (and closes) the opened directory.
 func (f *prefixFlags) apply(o *engine.Options) error {
 	o.NoPrefixReuse, o.HostCacheMiB = f.noReuse, f.hostMiB
+	if f.snapInt <= 0 {
+		return fmt.Errorf("--snapshot-interval must be a positive number of blocks, got %d", f.snapInt)
+	}
+	o.Sched.SnapshotInterval = f.snapInt
 	if f.dataDir == "" {
 		return nil
 	}

@@ -40,6 +40,10 @@ type Config struct {
 	MaxQueue     int // requests waiting for a lane
 	PrefillChunk int // most prompt tokens computed per step
 	MaxContext   int // longest sequence (prompt + generated)
+	// SnapshotInterval is how many blocks apart hybrid models' recurrent
+	// state is snapshotted for prefix reuse, besides each prompt's last full
+	// block (0 = 16).
+	SnapshotInterval int
 	// Runner, when set, runs the loop (a device backend's owning thread);
 	// otherwise the loop gets its own locked goroutine.
 	Runner func(func())
@@ -209,6 +213,9 @@ func New(m model.Model, cfg Config) *Scheduler {
 	}
 	if mb := m.MaxBatchTokens() - cfg.MaxLanes; cfg.PrefillChunk > mb {
 		cfg.PrefillChunk = max(mb, 1)
+	}
+	if cfg.SnapshotInterval <= 0 {
+		cfg.SnapshotInterval = defaultSnapshotInterval
 	}
 	if cfg.MaxLanes > maxOutputs {
 		cfg.MaxLanes = maxOutputs

@@ -9,13 +9,14 @@ import (
 // Hybrid models (Gated DeltaNet layers) resume from a cached prefix only with
 // the recurrent state at its end: KV blocks hold the attention layers, a
 // snapshot holds the rest. Snapshots are taken where they pay — every
-// snapshotEvery blocks and at the last full block of each prompt (where the
+// SnapshotInterval blocks and at the last full block of each prompt (where the
 // next turn of a conversation resumes) — kept in host memory up to a byte
 // bound, least recently used first out. A lookup resumes from the deepest
 // block that has both KV and a snapshot.
 
-// snapshotEvery is the interval of periodic snapshots in blocks (1024 tokens).
-const snapshotEvery = 16
+// defaultSnapshotInterval is the interval of periodic snapshots in blocks
+// (1024 tokens) when Config.SnapshotInterval is 0.
+const defaultSnapshotInterval = 16
 
 // snapshotBudget bounds the snapshots' host memory.
 const snapshotBudget = 512 << 20
@@ -75,7 +76,7 @@ func (s *Scheduler) snapshotAfterStep(l *lane) {
 	}
 	blocks := l.computed / prefix.BlockSize
 	lastPromptBlock := (l.nPrompt - 1) / prefix.BlockSize
-	if blocks%snapshotEvery != 0 && blocks != lastPromptBlock {
+	if blocks%s.cfg.SnapshotInterval != 0 && blocks != lastPromptBlock {
 		return
 	}
 	if _, ok := s.snaps.byKey[l.chainKey]; ok {
@@ -122,7 +123,8 @@ func (s *Scheduler) resumeFromSnapshot(l *lane, n int) int {
 // it ends on the next block boundary where a snapshot is due.
 func (s *Scheduler) stopAtSnapshot(l *lane, n int) int {
 	const bs = prefix.BlockSize
-	next := (l.computed/(snapshotEvery*bs) + 1) * snapshotEvery * bs
+	every := s.cfg.SnapshotInterval * bs
+	next := (l.computed/every + 1) * every
 	if last := (l.nPrompt - 1) / bs * bs; last > l.computed && last < next {
 		next = last
 	}
