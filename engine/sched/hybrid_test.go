@@ -13,10 +13,20 @@ import (
 
 func hybridModel(t *testing.T, blocks int) model.Model {
 	t.Helper()
+	return hybridModelCtx(t, blocks, 0)
+}
+
+// hybridModelCtx can stretch the fixture's context (256 positions) for tests
+// that compare the model only with itself.
+func hybridModelCtx(t *testing.T, blocks, maxPos int) model.Model {
+	t.Helper()
 	dir := filepath.Join("..", "..", "tests", "testdata", "models", "qwen35-tiny")
 	cfg, err := model.LoadConfig(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if maxPos > 0 {
+		cfg.Text().MaxPositionEmbeddings = maxPos
 	}
 	set, err := safetensors.OpenDir(dir)
 	if err != nil {
@@ -115,4 +125,45 @@ func TestHybridPrefixReuse(t *testing.T) {
 	if got, cached := run(s, turn2); !equal(got, want2) || cached != 128 {
 		t.Fatalf("repeat: %v cached %d", got, cached)
 	}
+}
+
+// TestHybridAgentReplay replays a 20-turn agent conversation (a long system
+// prompt, then per turn the model's answer and a tool result appended) on a
+// hybrid model in one process: at least 80% of the prompt tokens come from
+// the cache (KV blocks + state snapshots), and outputs equal computing every
+// prompt in full.
+func TestHybridAgentReplay(t *testing.T) {
+	V := int32(hybridModel(t, 8).Config().VocabSize)
+	tokens := func(n, salt int) []int32 {
+		p := make([]int32, n)
+		for i := range p {
+			p[i] = int32(i*31+salt*17+5) % V
+		}
+		return p
+	}
+	s := New(hybridModelCtx(t, 40, 1024), Config{MaxLanes: 2, PrefillChunk: 128})
+	defer s.Shutdown()
+	full := New(hybridModelCtx(t, 40, 1024), Config{MaxLanes: 2, PrefillChunk: 128, NoPrefixReuse: true})
+	defer full.Shutdown()
+	conv := tokens(250, 1)
+	var promptTotal, cachedTotal int
+	for turn := 0; turn < 20; turn++ {
+		got, fin := collect(t, mustSubmit(t, s, req(conv, 6)))
+		if fin.Err != nil {
+			t.Fatalf("turn %d: %v", turn, fin.Err)
+		}
+		if turn%5 == 0 || turn == 19 {
+			if want, _ := collect(t, mustSubmit(t, full, req(conv, 6))); !equal(got, want) {
+				t.Fatalf("turn %d: with reuse %v, in full %v", turn, got, want)
+			}
+		}
+		promptTotal += fin.Stats.PromptTokens
+		cachedTotal += fin.Stats.CachedTokens
+		conv = append(append(conv, got...), tokens(29, 40+turn)...) // tool result
+	}
+	ratio := float64(cachedTotal) / float64(promptTotal)
+	if ratio < 0.8 {
+		t.Fatalf("%.1f%% of %d prompt tokens from cache, want ≥ 80%%", 100*ratio, promptTotal)
+	}
+	t.Logf("%.1f%% of %d prompt tokens from cache", 100*ratio, promptTotal)
 }
