@@ -17,6 +17,13 @@ type Persister interface {
 	Close() error
 }
 
+// SnapshotPersister is an optional capability of a Persister: it keeps
+// hybrid models' recurrent-state snapshots (for prefix reuse) across
+// restarts.
+type SnapshotPersister interface {
+	OpenSnapshots(fingerprint []byte) sched.SnapshotDisk
+}
+
 // PrefixTier is one model's persistent prefix-cache tier.
 type PrefixTier interface {
 	prefix.Disk
@@ -33,8 +40,17 @@ func (e *Engine) openStore(opt Options, sc *sched.Config) error {
 		sc.PrefixHost = prefix.NewHostPool(int64(opt.HostCacheMiB) << 20)
 	}
 	e.Persist = opt.Persist
-	if opt.Persist == nil || sc.NoPrefixReuse || !prefix.Reusable(e.Model) {
+	if opt.Persist == nil || sc.NoPrefixReuse {
 		return nil
+	}
+	if !prefix.Reusable(e.Model) {
+		// Hybrid models resume from KV blocks plus a state snapshot: both
+		// must persist, or neither helps after a restart.
+		sp, ok := opt.Persist.(SnapshotPersister)
+		if !ok {
+			return nil
+		}
+		sc.SnapshotDisk = sp.OpenSnapshots(sc.PrefixSeed)
 	}
 	owner, ok := e.Model.(backend.KVCacheOwner)
 	if !ok {

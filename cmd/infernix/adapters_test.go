@@ -1,7 +1,14 @@
 package main
 
 import (
+	"context"
+	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/infernix/infernix/engine"
+	"github.com/infernix/infernix/engine/sample"
+	"github.com/infernix/infernix/engine/sched"
 
 	"github.com/infernix/infernix/server"
 	"github.com/infernix/infernix/store"
@@ -43,5 +50,62 @@ func TestUsageAdapter(t *testing.T) {
 	none, _ := u.QueryUsage(server.UsageQuery{Model: "other"})
 	if n := len(none.([]store.UsageRow)); n != 0 {
 		t.Fatalf("%d rows for another model", n)
+	}
+}
+
+// TestHybridSnapshotsAcrossRestarts: a hybrid model's prefix reuse survives a
+// restart through the data directory: the attention layers' KV blocks and the
+// linear layers' state snapshot both come back, with identical output.
+func TestHybridSnapshotsAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(testdata, "models", "qwen35-tiny")
+	p := make([]int32, 150)
+	for i := range p {
+		p[i] = int32(3 + i%90)
+	}
+	var outs [][]int32
+	var cached []int
+	for restart := 0; restart < 2; restart++ {
+		var pf prefixFlags
+		pf.snapInt, pf.dataDir, pf.diskMiB = 16, dir, 64
+		opt := engine.Options{Device: "cpu", ContextLength: 256}
+		if err := pf.apply(&opt); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Load(model, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for run := 0; run < 2; run++ {
+			ch, err := e.Sched.Submit(context.Background(), &sched.Request{Prompt: p, MaxTokens: 5,
+				Sampling: sample.Params{TopP: 1, RepetitionPenalty: 1}, Logprobs: -1, ThinkBudget: -1, ThinkOpen: -1, ThinkClose: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var toks []int32
+			for ev := range ch {
+				if ev.Done {
+					if ev.Err != nil {
+						t.Fatal(ev.Err)
+					}
+					cached = append(cached, ev.Stats.CachedTokens)
+					break
+				}
+				toks = append(toks, ev.Token)
+			}
+			outs = append(outs, toks)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range outs {
+		if !slices.Equal(outs[i], outs[0]) {
+			t.Fatalf("run %d: %v, first run %v", i, outs[i], outs[0])
+		}
+	}
+	// After the first request every one resumes at 128, also after the restart.
+	if !slices.Equal(cached, []int{0, 128, 128, 128}) {
+		t.Fatalf("cached tokens %v", cached)
 	}
 }

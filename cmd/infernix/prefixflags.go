@@ -7,7 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"encoding/hex"
+
 	"github.com/infernix/infernix/engine"
+	"github.com/infernix/infernix/engine/prefix"
+	"github.com/infernix/infernix/engine/sched"
 	"github.com/infernix/infernix/server"
 	"github.com/infernix/infernix/store"
 	"github.com/infernix/infernix/store/responses"
@@ -65,6 +69,35 @@ func (d *dataDir) OpenPrefix(fingerprint []byte, blockBytes int) (engine.PrefixT
 		return nil, fmt.Errorf("%s: %w", d.st.Dir(), err)
 	}
 	return ps, nil
+}
+
+// OpenSnapshots keeps hybrid models' state snapshots in the store, under the
+// model fingerprint, for a week after their last write.
+func (d *dataDir) OpenSnapshots(fingerprint []byte) sched.SnapshotDisk {
+	return &snapshotDisk{st: d.st, prefix: append([]byte("snap/"+hex.EncodeToString(fingerprint)+"/"), nil...)}
+}
+
+type snapshotDisk struct {
+	st     *store.Store
+	prefix []byte
+}
+
+func (s *snapshotDisk) key(k prefix.Key) []byte {
+	return append(append([]byte(nil), s.prefix...), k[:]...)
+}
+
+// SaveSnapshot writes synchronously: Badger's write goes to its memtable and
+// log, and snapshots are taken only at prompt ends and every few blocks.
+func (s *snapshotDisk) SaveSnapshot(k prefix.Key, blob []byte) {
+	_ = s.st.Put(s.key(k), blob, 7*24*time.Hour) // a lost snapshot only costs recompute
+}
+
+func (s *snapshotDisk) LoadSnapshot(k prefix.Key) []byte {
+	b, err := s.st.Get(s.key(k))
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // Close closes the store once (the engine and a failed load may both ask).

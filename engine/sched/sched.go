@@ -44,6 +44,8 @@ type Config struct {
 	// state is snapshotted for prefix reuse, besides each prompt's last full
 	// block (0 = 16).
 	SnapshotInterval int
+	// SnapshotDisk keeps those snapshots across restarts (nil: memory only).
+	SnapshotDisk SnapshotDisk
 	// Runner, when set, runs the loop (a device backend's owning thread);
 	// otherwise the loop gets its own locked goroutine.
 	Runner func(func())
@@ -236,11 +238,10 @@ func New(m model.Model, cfg Config) *Scheduler {
 	if !cfg.NoPrefixReuse && (prefix.Reusable(m) || hasSnapshots) {
 		s.pc = prefix.New(s.alloc)
 		if hasSnapshots && !prefix.Reusable(m) {
-			// Snapshots live in host memory only: no KV tiers for these.
 			s.snaps = newSnapStore(snapper)
-		} else {
-			s.setupTiers(m, cfg.PrefixHost, cfg.PrefixDisk)
+			s.snaps.disk = cfg.SnapshotDisk
 		}
+		s.setupTiers(m, cfg.PrefixHost, cfg.PrefixDisk)
 	}
 	if cfg.Runner != nil {
 		go cfg.Runner(s.loop)

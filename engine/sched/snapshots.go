@@ -28,8 +28,17 @@ type stateSnapshots interface {
 	Restore(slot int, snap []byte) (int, error)
 }
 
+// SnapshotDisk keeps hybrid models' state snapshots across restarts (the data
+// directory; keys already carry the model fingerprint through the chain's
+// seed). Save may write in the background; Load returns nil on a miss.
+type SnapshotDisk interface {
+	SaveSnapshot(key prefix.Key, blob []byte)
+	LoadSnapshot(key prefix.Key) []byte
+}
+
 type snapStore struct {
 	m     stateSnapshots
+	disk  SnapshotDisk // nil: memory only
 	byKey map[prefix.Key]*list.Element
 	lru   *list.List // front: most recent
 	bytes int
@@ -51,6 +60,9 @@ func (st *snapStore) put(k prefix.Key, blob []byte) {
 	}
 	st.byKey[k] = st.lru.PushFront(&snapEntry{k, blob})
 	st.bytes += len(blob)
+	if st.disk != nil {
+		st.disk.SaveSnapshot(k, blob)
+	}
 	for st.bytes > snapshotBudget && st.lru.Len() > 1 {
 		old := st.lru.Remove(st.lru.Back()).(*snapEntry)
 		delete(st.byKey, old.key)
@@ -61,7 +73,17 @@ func (st *snapStore) put(k prefix.Key, blob []byte) {
 func (st *snapStore) get(k prefix.Key) []byte {
 	e, ok := st.byKey[k]
 	if !ok {
-		return nil
+		if st.disk == nil {
+			return nil
+		}
+		blob := st.disk.LoadSnapshot(k)
+		if blob != nil {
+			d := st.disk
+			st.disk = nil // already on disk: keep it in memory only
+			st.put(k, blob)
+			st.disk = d
+		}
+		return blob
 	}
 	st.lru.MoveToFront(e)
 	return e.Value.(*snapEntry).blob

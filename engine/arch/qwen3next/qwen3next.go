@@ -240,3 +240,7 @@ func (m *Model) fingerprint(l *loader) uint64 {
 	}
 	return state.Fingerprint(parts...)
 }
+
+// KVCache exposes the full-attention layers' KV pool to the prefix cache
+// (backend.KVCacheOwner); the linear layers' state travels as snapshots.
+func (m *Model) KVCache() backend.KVCache { return m.kv }
