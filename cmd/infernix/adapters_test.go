@@ -109,3 +109,41 @@ func TestHybridSnapshotsAcrossRestarts(t *testing.T) {
 		t.Fatalf("cached tokens %v", cached)
 	}
 }
+
+// TestServeDefaultDataDir: serve persists to the per-user data directory
+// unless told otherwise; a default directory held by another server is
+// skipped with a warning, an explicit one is an error; --data-dir "" turns
+// persistence off.
+func TestServeDefaultDataDir(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", xdg)
+	apply := func(args ...string) (*engine.Options, error) {
+		var pf prefixFlags
+		pf.serveDefault = true
+		fs := newFlags("serve")
+		pf.register(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		var o engine.Options
+		return &o, pf.apply(&o)
+	}
+	first, err := apply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := first.Persist.(*dataDir)
+	if !ok || d.st.Dir() != filepath.Join(xdg, "infernix") {
+		t.Fatalf("default data directory not opened: %+v", first.Persist)
+	}
+	defer d.Close()
+	if second, err := apply(); err != nil || second.Persist != nil {
+		t.Fatalf("default directory in use: %v, persist %v (want a warning and no persistence)", err, second.Persist)
+	}
+	if _, err := apply("--data-dir", filepath.Join(xdg, "infernix")); err == nil {
+		t.Fatal("an explicit --data-dir in use must be an error")
+	}
+	if off, err := apply("--data-dir", ""); err != nil || off.Persist != nil {
+		t.Fatalf(`--data-dir "": %v %v`, err, off.Persist)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -25,12 +26,19 @@ type prefixFlags struct {
 	saveMins int
 	diskMiB  int
 	snapInt  int
+	// serveDefault: with no --data-dir at all, serve uses the per-user data
+	// directory (other commands persist nothing unless asked).
+	serveDefault bool
+	dataDirSet   bool
 }
 
 func (f *prefixFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noReuse, "no-prefix-reuse", false, "compute every prompt in full (no prefix cache, no persistence)")
 	fs.IntVar(&f.hostMiB, "host-cache-mib", 0, "host memory for prefix-cache blocks evicted from the device pool (0 = none)")
-	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the prefix cache, usage statistics and stored responses (default: none, nothing persisted)")
+	fs.Func("data-dir", "directory for the prefix cache, usage statistics and stored responses (serve's default: "+store.DefaultDir()+"; \"\" persists nothing)", func(v string) error {
+		f.dataDir, f.dataDirSet = v, true
+		return nil
+	})
 	fs.IntVar(&f.saveMins, "prefix-cache-save-mins", 5, "minutes between background saves of the prefix cache")
 	fs.IntVar(&f.diskMiB, "prefix-cache-disk-mib", 4096, "largest on-disk prefix cache")
 	fs.IntVar(&f.snapInt, "snapshot-interval", 16, "hybrid models: blocks of 64 tokens between recurrent-state snapshots kept for prefix reuse")
@@ -44,11 +52,22 @@ func (f *prefixFlags) apply(o *engine.Options) error {
 		return fmt.Errorf("--snapshot-interval must be a positive number of blocks, got %d", f.snapInt)
 	}
 	o.Sched.SnapshotInterval = f.snapInt
-	if f.dataDir == "" {
+	dir := f.dataDir
+	implicit := !f.dataDirSet && f.serveDefault
+	if implicit {
+		dir = store.DefaultDir()
+	}
+	if dir == "" {
 		return nil
 	}
-	st, err := store.Open(f.dataDir, nil)
+	st, err := store.Open(dir, nil)
 	if err != nil {
+		if implicit {
+			// The default directory is a convenience: another server may hold
+			// it. An explicit --data-dir in use is an error.
+			fmt.Fprintf(os.Stderr, "infernix: not persisting the prefix cache or usage: %v\n", err)
+			return nil
+		}
 		return err
 	}
 	o.Persist = &dataDir{st: st, capBytes: int64(f.diskMiB) << 20}

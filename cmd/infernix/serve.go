@@ -33,6 +33,7 @@ func cmdServe(args []string, stdout io.Writer) error {
 	fs := newFlags("serve")
 	var ef engineFlags
 	ef.register(fs)
+	ef.prefix.serveDefault = true
 	var hf hookFlags
 	hf.register(fs)
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0 for every interface)")

@@ -41,6 +41,9 @@ func buildBinary(t *testing.T) (root, tmp, bin string) {
 func startServe(t *testing.T, bin string, args ...string) (*exec.Cmd, io.ReadCloser, *strings.Builder) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	// The default data directory lives under XDG_DATA_HOME: keep tests apart
+	// from the user's and from each other.
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir())
 	stdout, _ := cmd.StdoutPipe()
 	stderr := &strings.Builder{}
 	cmd.Stderr = stderr
