@@ -38,6 +38,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/infernix/infernix/internal/dirwatch"
 	"github.com/infernix/infernix/server"
 )
 
@@ -181,33 +182,14 @@ func (h *Host) Reload() error {
 // Watch polls the .lua files' names, sizes and mtimes every interval and
 // reloads on a change, until ctx ends.
 func (h *Host) Watch(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	dirwatch.Poll(ctx, interval, func() bool {
 		h.mu.Lock()
-		changed := h.signature() != h.sig
-		h.mu.Unlock()
-		if changed {
-			h.Reload()
-		}
-	}
+		defer h.mu.Unlock()
+		return h.signature() != h.sig
+	}, func() { h.Reload() })
 }
 
-func (h *Host) signature() string {
-	files, _ := filepath.Glob(filepath.Join(h.dir, "*.lua"))
-	var b strings.Builder
-	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil {
-			fmt.Fprintf(&b, "%s %d %d\n", f, fi.Size(), fi.ModTime().UnixNano())
-		}
-	}
-	return b.String()
-}
+func (h *Host) signature() string { return dirwatch.Signature(h.dir, ".lua", false) }
 
 // Names lists the loaded plugins and their handlers.
 func (h *Host) Names() []string {

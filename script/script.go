@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -32,6 +31,8 @@ import (
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
+
+	"github.com/infernix/infernix/internal/dirwatch"
 )
 
 // Hook names a script may define.
@@ -139,38 +140,16 @@ func (e *Engine) Reload() error {
 // Watch polls the directory's .star files' names, sizes and mtimes every
 // interval and reloads on a change, until ctx ends.
 func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	dirwatch.Poll(ctx, interval, func() bool {
 		e.mu.Lock()
-		changed := e.signature() != e.sig
-		e.mu.Unlock()
-		if changed {
-			e.Reload()
-		}
-	}
+		defer e.mu.Unlock()
+		return e.signature() != e.sig
+	}, func() { e.Reload() })
 }
 
 // signature summarises every .star file under the directory (loaded
 // libraries included).
-func (e *Engine) signature() string {
-	var b strings.Builder
-	filepath.WalkDir(e.dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".star") {
-			return nil
-		}
-		if fi, err := d.Info(); err == nil {
-			fmt.Fprintf(&b, "%s %d %d\n", path, fi.Size(), fi.ModTime().UnixNano())
-		}
-		return nil
-	})
-	return b.String()
-}
+func (e *Engine) signature() string { return dirwatch.Signature(e.dir, ".star", true) }
 
 // fileOptions are the dialect: while loops and recursion are allowed (the
 // step limit bounds them), as are sets and top-level control flow.
