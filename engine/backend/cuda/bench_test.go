@@ -221,6 +221,32 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}
 	// Decode at 512 tokens of context (the prompt prefilled for real).
 	forward([][]int32{seqBlocks(100, 10)}, []int{0}, 512)
+	if os.Getenv("INFERNIX_BENCH_PROFILE") != "" {
+		// One graph-replayed decode step at 512 and one at 32K, bounded
+		// for `ncu --profile-from-start off`; no figures.
+		blocks := [][]int32{seqBlocks(100, 10)}
+		for i := 0; i < 4; i++ {
+			forward(blocks, []int{512 + i}, 1)
+		}
+		for _, kv := range b.kvCaches {
+			b.FillKV(kv, 7, 1)
+		}
+		long := [][]int32{seqBlocks(200, 520)}
+		for i := 0; i < 4; i++ {
+			forward(long, []int{32768 + i}, 1)
+		}
+		b.sync()
+		if err := b.drv.ProfilerStart(); err != nil {
+			panic(err)
+		}
+		forward(blocks, []int{516}, 1)
+		forward(long, []int{32772}, 1)
+		b.sync()
+		if err := b.drv.ProfilerStop(); err != nil {
+			panic(err)
+		}
+		return res
+	}
 	decode("decode_1lane_ctx512", [][]int32{seqBlocks(100, 10)}, 512, 64)
 	// Same without graphs.
 	b.g.enabled = false

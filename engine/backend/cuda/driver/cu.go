@@ -64,6 +64,7 @@ type Driver struct {
 	cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsed, cuEventDest uintptr
 	cuGetErrorName, cuGetErrorString                                              uintptr
 	cuCtxGetCurrent, cuMemcpyHtoD                                                 uintptr
+	cuProfilerStart, cuProfilerStop                                               uintptr
 }
 
 // LoadDriver opens libcuda.so.1 and initialises it. A missing library, a
@@ -108,6 +109,8 @@ func LoadDriver() (*Driver, error) {
 	d.cuEventDest = lib.optSym("cuEventDestroy_v2")
 	d.cuCtxGetCurrent = lib.optSym("cuCtxGetCurrent")
 	d.cuMemcpyHtoD = lib.optSym("cuMemcpyHtoD_v2")
+	d.cuProfilerStart = lib.optSym("cuProfilerStart")
+	d.cuProfilerStop = lib.optSym("cuProfilerStop")
 	if err := d.check("cuInit", d.cuInit, 0); err != nil {
 		return nil, notAvailable(err)
 	}
@@ -396,6 +399,24 @@ func (d *Driver) GraphInstantiate(g Graph) (GraphExec, error) {
 // GraphLaunch enqueues an executable graph on s.
 func (d *Driver) GraphLaunch(e GraphExec, s Stream) error {
 	return d.check("cuGraphLaunch", d.cuGraphLaunch, uintptr(e), uintptr(s))
+}
+
+// ProfilerStart and ProfilerStop bound the region an external profiler
+// (ncu --profile-from-start off) records; both are no-ops where libcuda
+// lacks them.
+func (d *Driver) ProfilerStart() error {
+	if d.cuProfilerStart == 0 {
+		return nil
+	}
+	return d.check("cuProfilerStart", d.cuProfilerStart)
+}
+
+// ProfilerStop ends the profiled region.
+func (d *Driver) ProfilerStop() error {
+	if d.cuProfilerStop == 0 {
+		return nil
+	}
+	return d.check("cuProfilerStop", d.cuProfilerStop)
 }
 
 // GraphExecDestroy frees an executable graph.

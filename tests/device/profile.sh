@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Per-kernel times of one graph-replayed Qwen3-8B decode step at 512 and at
+# 32K context, through Nsight Compute (no clock control), on the GPU machine:
+#   bash tests/device/profile.sh [OUTDIR]      (after run.sh build; carry bin/cuda)
+# Writes ncu.csv and prints a table per kernel (count, total µs, mean µs,
+# DRAM throughput % of peak).
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-${OUT:-/tmp/infernix-profile}}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export INFERNIX_KERNEL_CACHE=${INFERNIX_KERNEL_CACHE:-/tmp/infernix-kernels}
+ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+cd "$root/engine/backend/cuda"
+timeout ${PROFILE_TIMEOUT:-300} "$ncu" --profile-from-start off --clock-control none \
+  --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,launch__grid_size,launch__block_size \
+  --csv --page raw --log-file "$out/ncu.log" \
+  env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_PROFILE=1 \
+  "$root/bin/cuda/cuda.test" -test.v -test.run 'TestBench' -test.timeout 280s > "$out/ncu.csv" 2> "$out/ncu.stderr"
+echo "ncu exit $?"
+tail -n 5 "$out/ncu.stderr" "$out/ncu.log" 2>/dev/null
+python3 - "$out/ncu.csv" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1], errors="replace")) if len(r) > 5]
+if not rows:
+    sys.exit("no ncu rows")
+hdr = rows[0]
+def col(name):
+    return next(i for i, h in enumerate(hdr) if h == name)
+ki, ti = col("Kernel Name"), col("gpu__time_duration.sum")
+di = col("dram__throughput.avg.pct_of_peak_sustained_elapsed")
+bi = col("dram__bytes_read.sum")
+gi = col("launch__grid_size")
+data = [r for r in rows[1:] if r[ti].replace(".", "").replace(",", "").isdigit()]
+# Two steps: split where the per-step kernel sequence restarts (half the rows).
+half = len(data) // 2
+for name, part in (("ctx512", data[:half]), ("ctx32k", data[half:])):
+    agg = collections.OrderedDict()
+    tot = 0.0
+    for r in part:
+        t = float(r[ti].replace(",", "")) / 1000.0  # ns -> us
+        k = r[ki].split("(")[0][:48]
+        a = agg.setdefault(k, [0, 0.0, 0.0, 0.0, r[gi]])
+        a[0] += 1; a[1] += t; a[2] += float(r[di].replace(",", "") or 0) * t
+        a[3] += float(r[bi].replace(",", "") or 0)
+        tot += t
+    print(f"== {name}: {len(part)} kernels, {tot:.0f} us of kernel time")
+    print(f"{'kernel':48} {'n':>4} {'total us':>9} {'mean us':>8} {'dram%':>6} {'GB/s':>7} grid")
+    for k, (n, t, dw, by, g) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
+        print(f"{k:48} {n:4d} {t:9.1f} {t/n:8.2f} {dw/t if t else 0:6.1f} {by/(t*1e3) if t else 0:7.0f} {g}")
+PY
