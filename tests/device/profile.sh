@@ -19,9 +19,9 @@ timeout ${PROFILE_TIMEOUT:-300} "$ncu" --profile-from-start off --clock-control 
   "$root/bin/cuda/cuda.test" -test.v -test.run 'TestBench' -test.timeout 280s > "$out/ncu.csv" 2> "$out/ncu.stderr"
 echo "ncu exit $?"
 tail -n 5 "$out/ncu.stderr" "$out/ncu.log" 2>/dev/null
-python3 - "$out/ncu.csv" <<'PY'
+python3 - "$out/ncu.log" <<'PY'
 import csv, sys, collections
-rows = [r for r in csv.reader(open(sys.argv[1], errors="replace")) if len(r) > 5]
+rows = list(csv.reader(l for l in open(sys.argv[1], errors="replace") if l.startswith('"')))
 if not rows:
     sys.exit("no ncu rows")
 hdr = rows[0]

@@ -121,6 +121,36 @@ def asst(thinking, content, reasoning, calls=None):
     return m
 
 
+class NameModel:
+    """A character trigram model of real place names (tables.NAME_SOURCE,
+    TRAIN_CITIES and the capitals' countries and cities; never a held-out city)
+    that invents plausible new ones."""
+
+    def __init__(self, names):
+        self.next = {}
+        for n in names:
+            for word in n.lower().replace(".", "").replace(",", "").split():
+                w = "^^" + word + "$"
+                for i in range(2, len(w)):
+                    self.next.setdefault(w[i - 2:i], []).append(w[i])
+
+    def sample(self, r):
+        while True:
+            ctx, out = "^^", ""
+            while len(out) < 14:
+                c = r.choice(self.next[ctx])
+                if c == "$":
+                    break
+                out += c
+                ctx = ctx[1] + c
+            if 3 <= len(out) <= 12:
+                return out
+
+
+NAMES = NameModel(T.NAME_SOURCE + T.TRAIN_CITIES + [c for pair in T.CAPITALS for c in pair])
+HELD_OUT_RE = re.compile(r"\b(" + "|".join(re.escape(c) for c in T.HELD_OUT_CITIES) + r")\b", re.IGNORECASE)
+
+
 class Gen:
     """Draws tasks from the training pools (split='train') or the held-out pools (split='eval')."""
 
@@ -152,20 +182,38 @@ class Gen:
     def city(self):
         # Most training cities are invented, so that the model learns to copy
         # whatever name the user wrote instead of recalling a list (held-out
-        # real cities are then just more unseen names).
-        if self.split == "train" and self.r.random() < 0.7:
-            if self.r.random() < 0.5:
-                n = self.r.choice([1, 2, 2, 3])
-                x = "".join(self.r.choice(T.CITY_SYLLABLES) for _ in range(n))
-                if self.r.random() < 0.3:
-                    x += self.r.choice(T.CITY_SUFFIXES)
-            else:
-                cons, vows = "bcdfghjklmnprstvwyzq", "aeiouy"
-                x = "".join(self.r.choice(cons) + self.r.choice(vows) + (self.r.choice(cons) if self.r.random() < 0.3 else "")
-                            for _ in range(self.r.choice([2, 2, 3, 3, 4])))
-            x = x.capitalize()
-            return self.r.choice(T.CITY_PATTERNS).format(x=x)
+        # real cities are then just more unseen names). The inventions are
+        # varied on purpose: a character model of real place names (their
+        # clusters, double letters and vowel starts), uniform random letters,
+        # consonant-vowel strings and syllables; a name equal to or containing
+        # a held-out city is drawn again.
+        if self.split == "train" and self.r.random() < 0.8:
+            while True:
+                x = self.invented_name()
+                if not HELD_OUT_RE.search(x):
+                    return x
         return self.r.choice(self.cities)
+
+    def invented_name(self):
+        r = self.r.random()
+        if r < 0.55:
+            x = NAMES.sample(self.r)
+        elif r < 0.70:
+            x = "".join(self.r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(self.r.randint(3, 10)))
+        elif r < 0.85:
+            cons, vows = "bcdfghjklmnprstvwyzq", "aeiouy"
+            x = "".join(self.r.choice(cons) + self.r.choice(vows) + (self.r.choice(cons) if self.r.random() < 0.3 else "")
+                        for _ in range(self.r.choice([2, 2, 3, 3, 4])))
+        else:
+            x = "".join(self.r.choice(T.CITY_SYLLABLES) for _ in range(self.r.choice([1, 2, 2, 3])))
+            if self.r.random() < 0.3:
+                x += self.r.choice(T.CITY_SUFFIXES)
+        x = x.capitalize()
+        if self.r.random() < 0.3:
+            return self.r.choice(T.CITY_PATTERNS).format(x=x)
+        if self.r.random() < 0.1:  # two invented words, as in "Chiang Mai" or "Da Nang"
+            return x + " " + NAMES.sample(self.r).capitalize()
+        return x
 
     def system(self, msgs):
         if self.r.random() < 0.25:

@@ -169,7 +169,7 @@ def train_tokenizer(texts, vocab_total, real):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--work", required=True)
-    ap.add_argument("--n", type=int, default=96000, help="training conversations")
+    ap.add_argument("--n", type=int, default=200000, help="training conversations")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--vocab", type=int, default=4096, help="tokenizer size including added tokens")
     ap.add_argument("--max-len", type=int, default=1280, help="drop longer examples")

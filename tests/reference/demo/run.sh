@@ -6,8 +6,8 @@
 # of the two (DEMO_TGZ=0 skips the archive). Scratch data goes to a temporary directory, not OUTDIR.
 # The last lines printed are the summary: both metric tables and one RESULT line per model.
 # Exit status: 0 all targets met, 2 models written but a target missed, 1 a stage failed.
-# Knobs (environment): DEMO_TOTAL_SECONDS (hard budget from start, default 520), DEMO_TRAIN_SECONDS
-# (per-model training budget, default 270), DEMO_N (conversations, default 96000).
+# Knobs (environment): DEMO_TOTAL_SECONDS (hard budget from start, default 575), DEMO_TRAIN_SECONDS
+# (per-model training budget, default 340), DEMO_N (conversations, default 200000).
 set -uo pipefail
 out=${1:?usage: run.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,11 +15,11 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/demo-work.XXXXXX")
 start=$(date +%s)
-deadline=$((start + ${DEMO_TOTAL_SECONDS:-520}))
+deadline=$((start + ${DEMO_TOTAL_SECONDS:-575}))
 export PYTHONUNBUFFERED=1 PYTHONHASHSEED=0
 
 echo "== demo: prepare (work dir $work)"
-if ! timeout $((deadline - $(date +%s) - 200)) python3 "$here/prepare.py" --work "$work" --n "${DEMO_N:-96000}" \
+if ! timeout $((deadline - $(date +%s) - 200)) python3 "$here/prepare.py" --work "$work" --n "${DEMO_N:-200000}" \
     > "$out/prepare_log.txt" 2>&1; then
   tail -n 40 "$out/prepare_log.txt"
   echo "!! demo: prepare failed"
@@ -31,7 +31,7 @@ echo "== demo: training both models concurrently ($(( $(date +%s) - start ))s el
 pids=()
 for v in demo demo-xml; do
   python3 "$here/train.py" --variant "$v" --work "$work" --out "$out/$v" --deadline "$deadline" \
-    --train-seconds "${DEMO_TRAIN_SECONDS:-270}" > "$work/$v.stdout" 2>&1 &
+    --train-seconds "${DEMO_TRAIN_SECONDS:-340}" > "$work/$v.stdout" 2>&1 &
   pids+=($!)
 done
 status=0

@@ -58,6 +58,50 @@ TRAIN_CITIES = [
     "Split", "Dubrovnik", "Thessaloniki", "Izmir", "Antalya", "Beirut", "Amman", "Muscat",
 ]
 
+# More real place names, used only as the source of the character model that
+# invents city names in corpus.py (and never including a held-out city): the
+# invented names then have the letter patterns of real ones (clusters, double
+# letters, vowel starts), so copying them teaches copying of any real name.
+NAME_SOURCE = [
+    "Genoa", "Palermo", "Bologna", "Verona", "Trieste", "Bari", "Catania", "Pisa", "Siena", "Parma",
+    "Lille", "Nantes", "Strasbourg", "Rennes", "Grenoble", "Dijon", "Avignon", "Montpellier", "Reims", "Brest",
+    "Dresden", "Leipzig", "Bremen", "Hanover", "Nuremberg", "Dortmund", "Essen", "Mainz", "Kiel", "Rostock",
+    "Utrecht", "Eindhoven", "Groningen", "Ghent", "Bruges", "Liege", "Namur", "Luxembourg", "Basel", "Lausanne",
+    "Graz", "Linz", "Klagenfurt", "Ostrava", "Plzen", "Wroclaw", "Poznan", "Lodz", "Lublin", "Szczecin",
+    "Debrecen", "Szeged", "Kosice", "Cluj", "Iasi", "Timisoara", "Varna", "Plovdiv", "Skopje", "Tirana",
+    "Podgorica", "Sarajevo", "Mostar", "Novi Sad", "Nis", "Patras", "Heraklion", "Larnaca", "Valletta", "Tromso",
+    "Trondheim", "Stavanger", "Aarhus", "Odense", "Aalborg", "Malmo", "Uppsala", "Umea", "Turku", "Tampere",
+    "Oulu", "Tartu", "Kaunas", "Daugavpils", "Lviv", "Kharkiv", "Odesa", "Dnipro", "Chisinau", "Batumi",
+    "Kutaisi", "Gyumri", "Ganja", "Astana", "Shymkent", "Bishkek", "Dushanbe", "Samarkand", "Bukhara", "Ashgabat",
+    "Kabul", "Herat", "Peshawar", "Quetta", "Multan", "Faisalabad", "Kolkata", "Ahmedabad", "Surat", "Lucknow",
+    "Kanpur", "Nagpur", "Indore", "Bhopal", "Patna", "Kochi", "Mysore", "Madurai", "Varanasi", "Amritsar",
+    "Thimphu", "Pokhara", "Chittagong", "Sylhet", "Yangon", "Mandalay", "Vientiane", "Luang Prabang", "Hue",
+    "Haiphong", "Penang", "Ipoh", "Surabaya", "Bandung", "Medan", "Makassar", "Davao", "Iloilo", "Kaohsiung",
+    "Taichung", "Guangzhou", "Shenzhen", "Chengdu", "Wuhan", "Xian", "Nanjing", "Hangzhou", "Tianjin", "Harbin",
+    "Qingdao", "Kunming", "Lhasa", "Urumqi", "Fukuoka", "Sendai", "Kobe", "Hiroshima", "Yokohama", "Nagasaki",
+    "Daegu", "Gwangju", "Ulsan", "Jeonju", "Cairns", "Geelong", "Newcastle", "Canberra", "Townsville",
+    "Christchurch", "Dunedin", "Queenstown", "Rotorua", "Suva", "Noumea", "Edmonton", "Regina", "Saskatoon",
+    "Victoria", "Moncton", "Fredericton", "Charlottetown", "Yellowknife", "Whitehorse", "Boise", "Spokane",
+    "Tucson", "Albuquerque", "El Paso", "San Antonio", "New Orleans", "Memphis", "Louisville", "Baltimore",
+    "Pittsburgh", "Cleveland", "Cincinnati", "Minneapolis", "Omaha", "Tulsa", "Wichita", "Raleigh", "Richmond",
+    "Savannah", "Charleston", "Sacramento", "Fresno", "Reno", "Salt Lake City", "Billings", "Fargo", "Duluth",
+    "Tijuana", "Cancun", "Oaxaca", "Puebla", "Merida", "Leon", "Guatemala City", "San Salvador", "Managua",
+    "Tegucigalpa", "San Jose", "Guayaquil", "Cuenca", "Arequipa", "Trujillo", "Sucre", "Cochabamba", "Asuncion",
+    "Rosario", "Mendoza", "Ushuaia", "Valparaiso", "Concepcion", "Recife", "Salvador", "Fortaleza", "Manaus",
+    "Belem", "Curitiba", "Natal", "Cartagena", "Barranquilla", "Cali", "Maracaibo", "Paramaribo",
+    "Georgetown", "Port of Spain", "Santo Domingo", "Nassau", "Bridgetown", "Tripoli", "Benghazi", "Fez",
+    "Tangier", "Agadir", "Oran", "Sfax", "Bamako", "Niamey", "Ouagadougou", "Abidjan", "Kumasi", "Tamale",
+    "Kano", "Ibadan", "Enugu", "Douala", "Yaounde", "Libreville", "Kinshasa", "Lubumbashi", "Brazzaville",
+    "Ndola", "Bulawayo", "Maputo", "Beira", "Lilongwe", "Blantyre", "Dodoma", "Arusha", "Zanzibar", "Kisumu",
+    "Gulu", "Bujumbura", "Khartoum", "Juba", "Mogadishu", "Hargeisa", "Djibouti", "Asmara", "Windhoek",
+    "Gaborone", "Maseru", "Mbabane", "Pretoria", "Bloemfontein", "Port Elizabeth", "Antananarivo", "Port Louis",
+    "Jeddah", "Mecca", "Medina", "Dammam", "Abu Dhabi", "Sharjah", "Manama", "Kuwait City", "Basra", "Mosul",
+    "Erbil", "Isfahan", "Shiraz", "Tabriz", "Mashhad", "Damascus", "Aleppo", "Haifa", "Jerusalem", "Aqaba",
+    "Ankara", "Bursa", "Konya", "Trabzon", "Nicosia", "Aberdeen", "Inverness", "Dundee", "Belfast", "Galway",
+    "Limerick", "Cardiff", "Swansea", "Bristol", "Oxford", "Cambridge", "York", "Nottingham", "Leicester",
+    "Sheffield", "Brighton", "Plymouth", "Norwich", "Exeter", "Bath", "Coventry", "Wolverhampton",
+]
+
 # Real cities used only by the evaluation (never in training text).
 HELD_OUT_CITIES = [
     "Osaka", "Marseille", "Hamburg", "Valencia", "Porto", "Glasgow", "Antwerp",
