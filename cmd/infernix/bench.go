@@ -20,6 +20,7 @@ type benchResult struct {
 	Model           string  `json:"model"`
 	Device          string  `json:"device"`
 	WeightBytes     int64   `json:"weight_bytes"`
+	LoadSeconds     float64 `json:"load_s"`
 	PromptTokens    int     `json:"prompt_tokens"`
 	DecodeTokens    int     `json:"decode_tokens"`
 	PrefillTokPerS  float64 `json:"prefill_tok_per_s"`
@@ -43,11 +44,15 @@ func cmdBench(args []string, stdout io.Writer) error {
 		ef.context = *promptN + *decodeN + 1
 	}
 	ef.maxLanes = 1
+	tLoad := time.Now()
 	e, err := ef.load()
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	// Loading: reading (or making) the weights and uploading them, building
+	// the model and sizing the KV cache; kernels compile at the warm-up.
+	loadTime := time.Since(tLoad)
 	m := e.Model
 	V := m.Config().VocabSize
 	blocks := make([]int32, (*promptN+*decodeN+backend.BlockSize)/backend.BlockSize)
@@ -98,7 +103,8 @@ func cmdBench(args []string, stdout io.Writer) error {
 	if runErr != nil {
 		return runErr
 	}
-	res := benchResult{Model: ef.model, Device: e.Backend.Name(), WeightBytes: e.WeightBytes, PromptTokens: *promptN, DecodeTokens: *decodeN,
+	res := benchResult{Model: ef.model, Device: e.Backend.Name(), WeightBytes: e.WeightBytes, LoadSeconds: loadTime.Seconds(),
+		PromptTokens: *promptN, DecodeTokens: *decodeN,
 		PrefillTokPerS: float64(*promptN) / prefill.Seconds(), DecodeTokPerS: float64(*decodeN) / decode.Seconds()}
 	if e.Backend.Name()[:3] == "cpu" {
 		res.MemBandwidthGBs = cpu.MemoryBandwidth(threadsOr(ef.threads)) / 1e9
@@ -109,6 +115,7 @@ func cmdBench(args []string, stdout io.Writer) error {
 		return json.NewEncoder(stdout).Encode(res)
 	}
 	fmt.Fprintf(stdout, "model        %s (%s, %.2f GB weights)\n", res.Model, res.Device, float64(res.WeightBytes)/1e9)
+	fmt.Fprintf(stdout, "load         %8.2f s\n", res.LoadSeconds)
 	fmt.Fprintf(stdout, "prefill      %8.1f tok/s (%d tokens)\n", res.PrefillTokPerS, res.PromptTokens)
 	fmt.Fprintf(stdout, "decode       %8.2f tok/s (%d tokens at context %d)\n", res.DecodeTokPerS, res.DecodeTokens, res.PromptTokens)
 	if res.MemBandwidthGBs > 0 {

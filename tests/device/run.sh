@@ -8,7 +8,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model bench hf cli) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model bench hf hf32 load cli) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -63,9 +63,9 @@ group() {
 
 T=$root/bin/cuda/cuda.test
 group driver 60 "$root/bin/cuda/driver.test" -test.v
-group ops 150 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestFused|TestHostCopies'
-group attention 120 "$T" -test.v -test.run 'TestAttention'
-group model 150 "$T" -test.v -test.run 'TestModelRandom|TestGraphsMatchEager|TestFixtures'
+group ops 240 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestFused|TestHostCopies'
+group attention 300 "$T" -test.v -test.run 'TestAttention|TestDecodeSplits'
+group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestGraphsMatchEager|TestFixtures'
 group bench 170 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 165s
 if case " $groups " in *" hf "*) ;; *) false ;; esac; then
   echo "== hf reference generation" | tee -a "$log"
@@ -77,6 +77,15 @@ group hf 110 env INFERNIX_HF_DIR=/tmp/infernix-hf "$T" -test.v -test.run 'TestHF
 # The same with f32 activations in every product and the split attention
 # kernel: separates bf16 rounding of prefill activations from other errors.
 group hf32 110 env INFERNIX_HF_DIR=/tmp/infernix-hf INFERNIX_CUDA_GEMV_MAX=100000 INFERNIX_CUDA_ATTN=split "$T" -test.v -test.run 'TestHFReference' -test.timeout 100s
+# load: a real 16 GB Qwen3-8B-shaped safetensors directory written here
+# (random BF16), read once into the page cache, then loaded and benchmarked
+# through the engine (`infernix bench` prints load_s).
+if case " $groups " in *" load "*) ;; *) false ;; esac && [ -x "$root/bin/cuda/infernix" ]; then
+  echo "== load: writing /tmp/infernix-q8b" | tee -a "$log"
+  [ -f /tmp/infernix-q8b/model.safetensors.index.json ] || timeout 200 "$root/bin/cuda/infernix" synth --model "$root/tests/testdata/configs/qwen3-8b" --out /tmp/infernix-q8b 2>&1 | tee -a "$log"
+  cat /tmp/infernix-q8b/*.safetensors > /dev/null
+fi
+[ -d /tmp/infernix-q8b ] && group load 120 "$root/bin/cuda/infernix" bench --device cuda --model /tmp/infernix-q8b --prompt-tokens 512 --decode-tokens 64
 [ -x "$root/bin/cuda/infernix" ] && group cli 60 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 512 --decode-tokens 64
 
 echo
@@ -88,7 +97,8 @@ for f in "$out"/bench-*.json; do
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"\nbench {r.get('model')} on {r.get('device')}")
-for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 180), ("prefill_4096_tok_s", 30000), ("decode_16lanes_ctx512_tok_s", 2000), ("decode_1lane_ctx512_eager_tok_s", None)]:
+for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 180), ("prefill_4096_tok_s", 30000), ("decode_16lanes_ctx512_tok_s", 2000), ("decode_1lane_ctx512_eager_tok_s", None),
+             ("decode_1lane_ctx512_nopdl_tok_s", None), ("decode_1lane_ctx512_unfused_tok_s", None), ("decode_1lane_ctx32k_oldattn_tok_s", None)]:
     v = r.get(k)
     if v is None:
         print(f"| {k:34s} |        – |")

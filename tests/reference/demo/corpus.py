@@ -479,7 +479,7 @@ def tools_for(g, req):
 
 TRAIN_MIX = [  # (weight, request kind)
     (6, "greet"), (3, "oos"), (16, "add2"), (6, "sub2"), (4, "add3"), (3, "sub3"),
-    (9, "capital"), (3, "convert"), (24, "weather"), (6, "calc"), (8, "write"), (14, "multi"),
+    (9, "capital"), (3, "convert"), (28, "weather"), (8, "calc"), (10, "write"), (14, "multi"),
 ]
 
 

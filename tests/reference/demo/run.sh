@@ -27,12 +27,26 @@ if ! timeout $((deadline - $(date +%s) - 200)) python3 "$here/prepare.py" --work
 fi
 tail -n 12 "$out/prepare_log.txt"
 
-echo "== demo: training both models concurrently ($(( $(date +%s) - start ))s elapsed)"
+echo "== demo: training both models concurrently ($(( $(date +%s) - start ))s elapsed; GPUs: $(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 0))"
+# With two or more GPUs each model trains on its own (CUDA_VISIBLE_DEVICES 0 and
+# 1); DEMO_WAIT_GPU0=FILE holds the first model back until FILE exists (another
+# job is still using GPU 0); its budget then shrinks to fit the deadline.
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 pids=()
+i=0
 for v in demo demo-xml; do
-  python3 "$here/train.py" --variant "$v" --work "$work" --out "$out/$v" --deadline "$deadline" \
-    --train-seconds "${DEMO_TRAIN_SECONDS:-340}" > "$work/$v.stdout" 2>&1 &
+  gpu=""
+  [ "${ngpu:-0}" -ge 2 ] && gpu=$i
+  (
+    if [ -n "$gpu" ]; then export CUDA_VISIBLE_DEVICES=$gpu; fi
+    if [ "$i" = 0 ] && [ -n "${DEMO_WAIT_GPU0:-}" ]; then
+      while [ ! -e "$DEMO_WAIT_GPU0" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
+    fi
+    exec python3 "$here/train.py" --variant "$v" --work "$work" --out "$out/$v" --deadline "$deadline" \
+      --train-seconds "${DEMO_TRAIN_SECONDS:-340}"
+  ) > "$work/$v.stdout" 2>&1 &
   pids+=($!)
+  i=$((i + 1))
 done
 status=0
 for i in 0 1; do
