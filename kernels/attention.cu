@@ -37,6 +37,7 @@ __device__ __forceinline__ long kv_row(const int* tab, int p, int kvh, int h) {
 extern "C" __global__ void __launch_bounds__(NT) attn_split(
     const u16* __restrict__ kc, const u16* __restrict__ vc, const float* __restrict__ q, float* __restrict__ part,
     const int* __restrict__ tokTab, const int* __restrict__ pos, const int* __restrict__ tabs, int kvh, float scale, int zmax) {
+  PDL_ENTRY();
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
   const int len = pos[t] + 1;
   const int start = z * CH;
@@ -163,6 +164,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_split(
 #define COMBINE_MAXZ 1024
 extern "C" __global__ void attn_combine(float* __restrict__ out, const float* __restrict__ part, const int* __restrict__ pos,
                                         int heads, int zmax) {
+  PDL_ENTRY();
   __shared__ float wz[COMBINE_MAXZ];
   __shared__ float red[32];
   const int hh = blockIdx.x, t = blockIdx.y;
@@ -216,5 +218,365 @@ extern "C" __global__ void attn_combine(float* __restrict__ out, const float* __
   for (int i = 0; i < (HD + 31) / 32; i++) {
     const int d = tid + i * 32 * nw;
     if (i * 32 * nw < HD && d < HD) out[((long)t * heads + hh) * HD + d] = acc[i] * inv;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Decode attention, flash-decoding style. Block (h, t, z) takes the G query
+// heads of KV head h for token t over positions [z·chunk, min((z+1)·chunk,
+// pos[t]+1)); chunk is a multiple of TP (the host picks it from the context
+// length and the SM count so that one launch fills the GPU once). It streams
+// the range in tiles of TP positions (one cache block: contiguous K and V
+// rows), DSTAGES deep with cp.async, with an online softmax. A token whose
+// range is one split writes its output directly; otherwise each split writes
+// (unnormalised sum, max, sum of exponentials) to part, and the last split
+// of (t, h) to finish — found with an atomic counter per (t, h), which it
+// resets to zero for the next launch or graph replay — merges them. So one
+// launch replaces attn_split + attn_combine. The merge keeps G·nz split
+// weights in the K/V stages' shared memory: the host keeps nz ≤ MERGE_CAP/G.
+#define TP 64
+#if HD <= 128
+#define DSTAGES 3
+#else
+#define DSTAGES 2
+#endif
+#if NT != 2 * TP
+#error "attn_decode assumes two threads per tile position"
+#endif
+#define DSTAGE (2 * TP * KV_LD)  // elements of one stage (K tile, then V tile)
+
+__device__ __forceinline__ void decode_load(u16* st, const u16* __restrict__ kc, const u16* __restrict__ vc, const int* tab,
+                                            int p0, int end, int kvh, int h) {
+  const int rows = min(TP, end - p0);
+  const long base = ((long)tab[p0 >> 6] * kvh + h) * 64 * HD;  // p0 is a multiple of 64
+  for (int c = threadIdx.x; c < rows * DG; c += NT) {
+    const int row = c / DG, col = (c % DG) * 8;
+    cp_async16(smem_addr(st + row * KV_LD + col), kc + base + (long)row * HD + col);
+    cp_async16(smem_addr(st + TP * KV_LD + row * KV_LD + col), vc + base + (long)row * HD + col);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(NT) attn_decode(
+    const u16* __restrict__ kc, const u16* __restrict__ vc, const float* __restrict__ q, float* out, float* part, int* cnt,
+    const int* __restrict__ tokTab, const int* __restrict__ pos, const int* __restrict__ tabs, int kvh, float scale, int zmax,
+    int chunk) {
+  PDL_ENTRY();
+  const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
+  const int len = pos[t] + 1;
+  const int start = z * chunk;
+  if (start >= len) return;
+  const int end = min(start + chunk, len);
+  const int ntiles = (end - start + TP - 1) / TP;
+  const int nz = (len + chunk - 1) / chunk;
+  const int heads = kvh * G;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  __shared__ __align__(16) float qs[G][HD];
+  __shared__ float sc[2][G][TP];  // half-dot products of the scores
+  __shared__ float ps[G][TP];     // exp(score − running max) of the tile
+  __shared__ float wred[G][NT / 32];
+  __shared__ float Ls[G];
+  __shared__ int last;
+  extern __shared__ __align__(16) u16 kvs[];
+
+  const int* tab = tabs + tokTab[t];
+#pragma unroll
+  for (int i = 0; i < DSTAGES - 1; i++) {
+    if (i < ntiles) decode_load(kvs + i * DSTAGE, kc, vc, tab, start + i * TP, end, kvh, h);
+    cp_async_commit();
+  }
+  const float* qrow = q + ((long)t * heads + (long)h * G) * HD;
+  for (int i = tid; i < G * HD; i += NT) qs[i / HD][i % HD] = qrow[i] * scale;
+
+  float mrun[G], lsum[G], acc[G][8];
+#pragma unroll
+  for (int g = 0; g < G; g++) {
+    mrun[g] = NEG_INF;
+    lsum[g] = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; e++) acc[g][e] = 0.f;
+  }
+  const int sp = tid % TP, sh = tid / TP;  // score phase: position, half of the head dim
+  const int dg = tid % DG, pg = tid / DG;  // P·V phase: 16-byte column group, position group
+
+  for (int it = 0; it < ntiles; it++) {
+    if (it + DSTAGES - 1 < ntiles)
+      decode_load(kvs + ((it + DSTAGES - 1) % DSTAGES) * DSTAGE, kc, vc, tab, start + (it + DSTAGES - 1) * TP, end, kvh, h);
+    cp_async_commit();
+    cp_async_wait<DSTAGES - 1>();  // tile it has landed (groups complete in order)
+    __syncthreads();
+    const u16* ks = kvs + (it % DSTAGES) * DSTAGE;
+    const u16* vs = ks + TP * KV_LD;
+    const int n = min(TP, end - (start + it * TP));
+    {
+      // Within a warp every lane reads another row at the same column:
+      // the padded rows make that conflict-free.
+      float s[G];
+#pragma unroll
+      for (int g = 0; g < G; g++) s[g] = 0.f;
+      if (sp < n) {
+        const uint4* kr = (const uint4*)(ks + sp * KV_LD);
+#pragma unroll 4
+        for (int c = sh; c < DG; c += 2) {
+          float kf[8];
+          unpack_bf16x8(kr[c], kf);
+#pragma unroll
+          for (int g = 0; g < G; g++) {
+            const float4 qa = *(const float4*)&qs[g][c * 8];
+            const float4 qb = *(const float4*)&qs[g][c * 8 + 4];
+            s[g] += qa.x * kf[0] + qa.y * kf[1] + qa.z * kf[2] + qa.w * kf[3] + qb.x * kf[4] + qb.y * kf[5] + qb.z * kf[6] +
+                    qb.w * kf[7];
+          }
+        }
+      }
+#pragma unroll
+      for (int g = 0; g < G; g++) sc[sh][g][sp] = s[g];
+    }
+    __syncthreads();
+    float sv[G];
+#pragma unroll
+    for (int g = 0; g < G; g++) sv[g] = NEG_INF;
+    if (tid < TP) {
+#pragma unroll
+      for (int g = 0; g < G; g++) {
+        if (tid < n) sv[g] = sc[0][g][tid] + sc[1][g][tid];
+        const float m = warp_max(sv[g]);
+        if (lane == 0) wred[g][warp] = m;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < G; g++) {
+      float tm = wred[g][0];
+#pragma unroll
+      for (int j = 1; j < TP / 32; j++) tm = fmaxf(tm, wred[g][j]);
+      const float mn = fmaxf(mrun[g], tm);
+      const float alpha = expf(mrun[g] - mn);  // 0 on the first tile
+      mrun[g] = mn;
+      lsum[g] *= alpha;
+#pragma unroll
+      for (int e = 0; e < 8; e++) acc[g][e] *= alpha;
+      if (tid < TP) {
+        const float e = tid < n ? expf(sv[g] - mn) : 0.f;
+        ps[g][tid] = e;
+        lsum[g] += e;
+      }
+    }
+    __syncthreads();
+    for (int j = pg < PG ? pg : n; j < n; j += PG) {
+      const uint4 u = *(const uint4*)(vs + j * KV_LD + dg * 8);
+      float vf[8];
+      unpack_bf16x8(u, vf);
+#pragma unroll
+      for (int g = 0; g < G; g++) {
+        const float w = ps[g][j];
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[g][e] = fmaf(w, vf[e], acc[g][e]);
+      }
+    }
+    __syncthreads();  // the next prefetch overwrites this stage; ps and sc are rewritten
+  }
+  cp_async_wait<0>();
+  // Sums of exponentials over the block (only the first TP threads hold any).
+#pragma unroll
+  for (int g = 0; g < G; g++) {
+    const float l = warp_sum(lsum[g]);
+    if (lane == 0) wred[g][warp] = l;
+  }
+  __syncthreads();
+  const bool single = nz == 1;
+  float* pv = (float*)kvs;  // [PG][HD]: the K/V stages are dead now
+#pragma unroll
+  for (int g = 0; g < G; g++) {
+    float L = 0.f;
+#pragma unroll
+    for (int j = 0; j < NT / 32; j++) L += wred[g][j];
+    if (pg < PG) {
+#pragma unroll
+      for (int e = 0; e < 8; e++) pv[pg * HD + dg * 8 + e] = acc[g][e];
+    }
+    __syncthreads();
+    const int hh = h * G + g;
+    float* pz = part + (((long)t * heads + hh) * zmax + z) * (HD + 2);
+    for (int d = tid; d < HD; d += NT) {
+      float s = 0.f;
+#pragma unroll 8
+      for (int k = 0; k < PG; k++) s += pv[k * HD + d];
+      if (single) {
+        out[((long)t * heads + hh) * HD + d] = s / L;
+      } else {
+        pz[d] = s;
+      }
+    }
+    if (!single && tid == 0) {
+      pz[HD] = mrun[g];
+      pz[HD + 1] = L;
+    }
+    __syncthreads();
+  }
+  if (single) return;
+  // Publish this split, then count it; the last split of (t, h) merges.
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) last = atomicAdd(cnt + t * kvh + h, 1) == nz - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // Other blocks' partials are read through L2 (__ldcg): never from L1.
+  // The split weights exp(m_z − M) go to shared memory (the dead K/V
+  // stages; the host keeps G·nz within them, MERGE_CAP), then each thread
+  // accumulates its MI outputs with the splits outermost, so that MI
+  // independent loads are in flight at a time.
+  float* wz = (float*)kvs;  // [G][nz]
+  for (int g = warp; g < G; g += NT / 32) {
+    const float* pp = part + ((long)t * heads + h * G + g) * zmax * (HD + 2);
+    float m = NEG_INF;
+    for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * (HD + 2) + HD));
+    m = warp_max(m);
+    float l = 0.f;
+    for (int zz = lane; zz < nz; zz += 32) {
+      const float* pz = pp + (long)zz * (HD + 2);
+      const float w = expf(__ldcg(pz + HD) - m);
+      wz[g * nz + zz] = w;
+      l += __ldcg(pz + HD + 1) * w;
+    }
+    l = warp_sum(l);
+    if (lane == 0) Ls[g] = l;
+  }
+  __syncthreads();
+#define MI ((G * HD + NT - 1) / NT)
+  float a[MI];
+  const float* pb[MI];
+  int wb[MI];
+#pragma unroll
+  for (int k = 0; k < MI; k++) {
+    const int i = min(tid + k * NT, G * HD - 1);  // past the end: repeats the last output, not written
+    const int g = i / HD, d = i - g * HD;
+    a[k] = 0.f;
+    pb[k] = part + ((long)t * heads + h * G + g) * zmax * (HD + 2) + d;
+    wb[k] = g * nz;
+  }
+#pragma unroll 2
+  for (int zz = 0; zz < nz; zz++) {
+#pragma unroll
+    for (int k = 0; k < MI; k++) a[k] = fmaf(__ldcg(pb[k] + (long)zz * (HD + 2)), wz[wb[k] + zz], a[k]);
+  }
+#pragma unroll
+  for (int k = 0; k < MI; k++) {
+    const int i = tid + k * NT;
+    if (i < G * HD) {
+      const int g = i / HD, d = i - g * HD;
+      out[((long)t * heads + h * G + g) * HD + d] = a[k] / Ls[g];
+    }
+  }
+  if (tid == 0) cnt[t * kvh + h] = 0;
+}
+
+// ---------------------------------------------------------------------------
+// What comes between the q/k/v products and attention, in one launch: per
+// head, the RMSNorm of q and k (qw/kw null: none), rotate-half RoPE at pos[t]
+// (cosT null: none), q and k written back in place, and k and v stored as
+// bf16 into the paged cache (as kv_store). One warp per (token, head) row of
+// q, k and v; rows of HD elements.
+struct PrepP {
+  float* q;
+  float* k;
+  const float* v;
+  const float* qw;
+  const float* kw;
+  const float* cosT;
+  const float* sinT;
+  const int* pos;
+  const int* tokTab;
+  const int* tabs;
+  u16* kc;
+  u16* vc;
+  int T, heads, kvh, half;
+  float qeps, keps;
+};
+
+#define PREP_WARPS 4
+#define PE ((HD + 31) / 32)
+
+extern "C" __global__ void __launch_bounds__(PREP_WARPS * 32) attn_prep(const PrepP p) {
+  PDL_ENTRY();
+  __shared__ float buf[PREP_WARPS][HD];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  int wi = blockIdx.x * PREP_WARPS + warp;
+  const int nq = p.T * p.heads, nk = p.T * p.kvh;
+  if (wi >= nq + 2 * nk) return;
+  int kind, t, hh;  // kind 0: q, 1: k, 2: v
+  if (wi < nq) {
+    kind = 0;
+    t = wi / p.heads;
+    hh = wi - t * p.heads;
+  } else {
+    wi -= nq;
+    kind = 1;
+    if (wi >= nk) {
+      wi -= nk;
+      kind = 2;
+    }
+    t = wi / p.kvh;
+    hh = wi - t * p.kvh;
+  }
+  float* row = kind == 0 ? p.q + ((long)t * p.heads + hh) * HD : (kind == 1 ? p.k : (float*)p.v) + ((long)t * p.kvh + hh) * HD;
+  float v[PE];
+#pragma unroll
+  for (int e = 0; e < PE; e++) {
+    const int j = lane + 32 * e;
+    v[e] = j < HD ? row[j] : 0.f;
+  }
+  if (kind < 2) {
+    const float* nw = kind == 0 ? p.qw : p.kw;
+    if (nw != 0) {
+      float ss = 0.f;
+#pragma unroll
+      for (int e = 0; e < PE; e++) ss += v[e] * v[e];
+      ss = warp_sum(ss);
+      const float inv = 1.f / sqrtf(ss / (float)HD + (kind == 0 ? p.qeps : p.keps));
+#pragma unroll
+      for (int e = 0; e < PE; e++) {
+        const int j = lane + 32 * e;
+        if (j < HD) v[e] = v[e] * inv * nw[j];
+      }
+    }
+    if (p.cosT != 0 && p.half > 0) {
+      float* b = buf[warp];
+#pragma unroll
+      for (int e = 0; e < PE; e++) {
+        const int j = lane + 32 * e;
+        if (j < HD) b[j] = v[e];
+      }
+      __syncwarp();
+      const long pp = (long)p.pos[t] * p.half;
+      const float* c = p.cosT + pp;
+      const float* s = p.sinT + pp;
+#pragma unroll
+      for (int e = 0; e < PE; e++) {
+        const int j = lane + 32 * e;
+        if (j < p.half) {
+          v[e] = b[j] * c[j] - b[j + p.half] * s[j];
+        } else if (j < 2 * p.half) {
+          const int i = j - p.half;
+          v[e] = b[j] * c[i] + b[i] * s[i];
+        }
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < PE; e++) {
+      const int j = lane + 32 * e;
+      if (j < HD) row[j] = v[e];
+    }
+  }
+  if (kind > 0) {
+    const int ps = p.pos[t];
+    const long blk = p.tabs[p.tokTab[t] + (ps >> 6)];
+    u16* dst = (kind == 1 ? p.kc : p.vc) + ((blk * p.kvh + hh) * 64 + (ps & 63)) * HD;
+#pragma unroll
+    for (int e = 0; e < PE; e++) {
+      const int j = lane + 32 * e;
+      if (j < HD) dst[j] = f32_to_bf16(v[e]);
+    }
   }
 }

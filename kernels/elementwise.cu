@@ -5,6 +5,7 @@
 // out[t, :] = table[ids[t], :] as f32. Grid: one block per token.
 template <int DT>
 __device__ __forceinline__ void embed_impl(float* out, const void* table, const int* ids, int cols) {
+  PDL_ENTRY();
   const int t = blockIdx.x;
   const long row = (long)ids[t] * cols;
   float* o = out + (long)t * cols;
@@ -18,6 +19,7 @@ extern "C" __global__ void embed_bf16(float* out, const void* table, const int* 
 // short rows (QK-norm over heads, prefill). In place (out == x) is allowed:
 // every element is read and written by the same lane.
 extern "C" __global__ void rmsnorm_warp(float* out, const float* x, const float* w, int rows, int n, float eps) {
+  PDL_ENTRY();
   const int row = blockIdx.x * blockDim.y + threadIdx.y;
   if (row >= rows) return;
   const float* xr = x + (long)row * n;
@@ -49,6 +51,7 @@ extern "C" __global__ void rmsnorm_warp(float* out, const float* x, const float*
 // RMSNorm with one block per row: few long rows (decode). blockDim ≤ 1024,
 // a multiple of 32.
 extern "C" __global__ void rmsnorm_block(float* out, const float* x, const float* w, int n, float eps) {
+  PDL_ENTRY();
   __shared__ float red[32];
   const int row = blockIdx.x;
   const float* xr = x + (long)row * n;
@@ -91,6 +94,7 @@ extern "C" __global__ void rmsnorm_block(float* out, const float* x, const float
 // Residual add fused with the RMSNorm that follows it: sum = a + b (written
 // back, sum may alias a), out = rmsnorm(sum)·w. One block per row.
 extern "C" __global__ void add_rmsnorm(float* sum, const float* a, const float* b, float* out, const float* w, int n, float eps) {
+  PDL_ENTRY();
   __shared__ float red[32];
   const long base = (long)blockIdx.x * n;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
@@ -138,22 +142,24 @@ extern "C" __global__ void add_rmsnorm(float* sum, const float* a, const float* 
 
 // out = a + b over n floats (n4 = n / 4 float4s when vec).
 extern "C" __global__ void add_f32(float* out, const float* a, const float* b, long n) {
+  PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) out[i] = a[i] + b[i];
 }
 extern "C" __global__ void add_f32x4(float4* out, const float4* a, const float4* b, long n4) {
+  PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long)gridDim.x * blockDim.x) {
     float4 x = a[i], y = b[i];
     out[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
   }
 }
 
-__device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }
-
 // out = silu(gate) · up over n floats.
 extern "C" __global__ void swiglu_f32(float* out, const float* g, const float* u, long n) {
+  PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) out[i] = silu(g[i]) * u[i];
 }
 extern "C" __global__ void swiglu_f32x4(float4* out, const float4* g, const float4* u, long n4) {
+  PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long)gridDim.x * blockDim.x) {
     float4 a = g[i], b = u[i];
     out[i] = make_float4(silu(a.x) * b.x, silu(a.y) * b.y, silu(a.z) * b.z, silu(a.w) * b.w);
@@ -164,6 +170,7 @@ extern "C" __global__ void swiglu_f32x4(float4* out, const float4* g, const floa
 // cos/sin tables [maxPos, half] that already include the attention scaling.
 // Dimensions past 2·half of each head are left alone (partial rotary).
 extern "C" __global__ void rope_f32(float* x, const int* pos, const float* cosT, const float* sinT, int cols, int heads, int half) {
+  PDL_ENTRY();
   const int t = blockIdx.x;
   const int hd = cols / heads;
   const long p = pos[t];
@@ -181,6 +188,7 @@ extern "C" __global__ void rope_f32(float* x, const int* pos, const float* cosT,
 
 // out[i, :] = x[idx[i], :]. Grid: one block per output row.
 extern "C" __global__ void gather_f32(float* out, const float* x, const int* idx, int cols) {
+  PDL_ENTRY();
   const long src = (long)idx[blockIdx.x] * cols;
   float* o = out + (long)blockIdx.x * cols;
   for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = x[src + i];
@@ -188,6 +196,7 @@ extern "C" __global__ void gather_f32(float* out, const float* x, const int* idx
 
 // f32 → bf16 (round to nearest even) over n elements, two per thread.
 extern "C" __global__ void to_bf16(u32* out, const float2* x, long n2) {
+  PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n2; i += (long)gridDim.x * blockDim.x) {
     float2 v = x[i];
     out[i] = pack_bf16(v.x, v.y);
@@ -196,9 +205,11 @@ extern "C" __global__ void to_bf16(u32* out, const float2* x, long n2) {
 
 // Convert a weight of any dtype to f32 (norm scales are kept as f32).
 extern "C" __global__ void bf16_to_f32_k(float* out, const u16* x, long n) {
+  PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) out[i] = bf16_to_f32(x[i]);
 }
 extern "C" __global__ void f16_to_f32_k(float* out, const u16* x, long n) {
+  PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) out[i] = f16_to_f32(x[i]);
 }
 
@@ -207,6 +218,7 @@ extern "C" __global__ void f16_to_f32_k(float* out, const u16* x, long n) {
 // t's sequence's block table in tabs.
 extern "C" __global__ void kv_store(u16* kc, u16* vc, const float* k, const float* v, const int* tokTab, const int* pos,
                                     const int* tabs, int kvh, int hd) {
+  PDL_ENTRY();
   const int t = blockIdx.x;
   const int p = pos[t];
   const long blk = tabs[tokTab[t] + (p >> 6)];
@@ -222,6 +234,7 @@ extern "C" __global__ void kv_store(u16* kc, u16* vc, const float* k, const floa
 
 // out[t, :] += sigmoid(z[t]) · y[t, :] (a gated shared expert).
 extern "C" __global__ void sigmoid_gated_add(float* out, const float* y, const float* z, int cols) {
+  PDL_ENTRY();
   const int t = blockIdx.x;
   const float g = 1.f / (1.f + expf(-z[t]));
   for (int i = threadIdx.x; i < cols; i += blockDim.x) out[(long)t * cols + i] += g * y[(long)t * cols + i];
@@ -230,6 +243,7 @@ extern "C" __global__ void sigmoid_gated_add(float* out, const float* y, const f
 // Fills n floats with values of a hash of (seed, index), uniform in
 // [-scale, scale): random inputs for tests and benchmarks without host copies.
 extern "C" __global__ void fill_random_bf16(u16* out, long n, u32 seed, float scale) {
+  PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
     u32 h = (u32)i * 0x9e3779b9u ^ seed;
     h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16;

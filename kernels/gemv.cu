@@ -18,6 +18,7 @@
 template <int DT, int R>
 __device__ __forceinline__ void gemv_impl(float* __restrict__ out, const float* __restrict__ x, const void* __restrict__ w,
                                           int T, int I, int O, int blk) {
+  PDL_ENTRY();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int o0 = (blk * GW_WARPS + warp) * GW_RW;
   if (o0 >= O) return;
@@ -101,6 +102,7 @@ GEMV_MULTI(bf16, DT_BF16, 8)
 // output row, blockIdx.y = input row. Slow; for odd shapes only.
 template <int DT>
 __device__ __forceinline__ void gemv_scalar_impl(float* out, const float* x, const void* w, int I, int O) {
+  PDL_ENTRY();
   const int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int r = blockIdx.y;
   if (o >= O) return;
@@ -124,6 +126,7 @@ extern "C" __global__ void gemv_scalar_f32(float* out, const float* x, const voi
 template <int DT>
 __device__ __forceinline__ void gemv_indexed_impl(float* __restrict__ out, const float* __restrict__ x, const u64* __restrict__ ptrs,
                                                   const int* __restrict__ idx, int xdiv, int I, int O) {
+  PDL_ENTRY();
   const int q = blockIdx.y;
   const void* w = (const void*)ptrs[idx[q]];
   const float* xr = x + (long)(q / xdiv) * I;
@@ -165,6 +168,7 @@ __device__ __forceinline__ void gemv_indexed_impl(float* __restrict__ out, const
 // Unaligned fallback: one warp per output row.
 template <int DT>
 __device__ __forceinline__ void gemv_indexed_scalar_impl(float* out, const float* x, const u64* ptrs, const int* idx, int xdiv, int I, int O) {
+  PDL_ENTRY();
   const int q = blockIdx.y;
   const int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (o >= O) return;
@@ -193,6 +197,7 @@ GEMV_INDEXED(f32, DT_F32)
 // the lower expert index, as a stable sort would), optionally renormalised to
 // sum to one. One warp per token; E ≤ 1024 (one bit per strided element).
 extern "C" __global__ void moe_route(const float* logits, int* topIdx, float* topW, int T, int E, int K, int norm) {
+  PDL_ENTRY();
   const int t = blockIdx.x * blockDim.y + threadIdx.y;
   if (t >= T) return;
   const int lane = threadIdx.x;
@@ -235,6 +240,7 @@ extern "C" __global__ void moe_route(const float* logits, int* topIdx, float* to
 
 // out[t, :] = Σ_k w[t, k] · y[t·K + k, :].
 extern "C" __global__ void moe_combine(float* out, const float* y, const float* w, int K, int H) {
+  PDL_ENTRY();
   const int t = blockIdx.x;
   for (int j = threadIdx.x; j < H; j += blockDim.x) {
     float s = 0.f;
@@ -242,3 +248,197 @@ extern "C" __global__ void moe_combine(float* out, const float* y, const float* 
     out[(long)t * H + j] = s;
   }
 }
+
+// ---------------------------------------------------------------------------
+// Fused decode products (bf16 weights, T ≤ R ≤ 8 rows of f32 activations).
+// One kernel family covers the decode step's products with what surrounds
+// them, so that a decoder layer needs no separate RMSNorm, residual add or
+// SwiGLU launches:
+//   NORM:  the activations are RMSNorm(x)·nw, computed on the fly: every warp
+//          streams the whole x row anyway for its dot products, so it also
+//          sums x² and scales its results by 1/rms at the end (no extra
+//          memory traffic but the norm weight, which stays in L1). The
+//          normalised rows are also written to h (the RMSNorm's output) by
+//          the first warps of the grid, so nothing observable changes.
+//   MODE_MULTI:  up to three products of the same activations (q, k, v).
+//   MODE_SWIGLU: gate and up; a warp computes gate row o and up row o and
+//          writes both and aux = silu(gate)·up.
+//   MODE_RESID:  one product; also writes sum = aux + out (residual add).
+// Weights stream with 16-byte loads, GF_U chunks of 256 elements per lane in
+// flight; the first chunks are loaded before PDL_WAIT (weights never depend
+// on the previous kernel), hiding this kernel's ramp behind the previous one.
+// Parameters come as one struct (more than the 16 scalar slots the backend's
+// launch records hold).
+#define GF_U 4
+#define GF_MULTI 0
+#define GF_SWIGLU 1
+#define GF_RESID 2
+
+struct GemvP {
+  float* out0;
+  float* out1;
+  float* out2;
+  const u16* w0;
+  const u16* w1;
+  const u16* w2;
+  const float* x;   // [T, I] activations (before the RMSNorm when NORM)
+  const float* nw;  // NORM: RMSNorm weight [I]
+  float* h;         // NORM: where the normalised activations go (may be null)
+  float* aux;       // RESID: residual [T, O]; SWIGLU: silu(gate)·up [T, O]
+  float* sum;       // RESID: aux + out [T, O]
+  int O0, O1, O2, nb0, nb1, T, I;
+  float eps;
+};
+
+template <int R, int NORM, int MODE>
+__device__ __forceinline__ void gemvf(const GemvP& p) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int T = p.T, I = p.I;
+  int blk = blockIdx.x;
+  float* out = p.out0;
+  const u16* w = p.w0;
+  int O = p.O0;
+  if (MODE == GF_MULTI && blk >= p.nb0) {
+    blk -= p.nb0;
+    if (blk < p.nb1) {
+      out = p.out1; w = p.w1; O = p.O1;
+    } else {
+      blk -= p.nb1;
+      out = p.out2; w = p.w2; O = p.O2;
+    }
+  }
+  constexpr int RW = MODE == GF_SWIGLU ? 1 : 2;  // outputs per warp (two weight rows either way)
+  const int o0 = (blk * GW_WARPS + warp) * RW;
+  // Rows past O repeat the last row: loads stay in bounds, results are
+  // dropped, and every warp still sums x² (the h write-back needs no
+  // block synchronisation).
+  const u16 *wr0, *wr1;
+  if (MODE == GF_SWIGLU) {
+    const long r = (long)min(o0, O - 1) * I;
+    wr0 = p.w0 + r;
+    wr1 = p.w1 + r;
+  } else {
+    wr0 = w + (long)min(o0, O - 1) * I;
+    wr1 = w + (long)min(o0 + 1, O - 1) * I;
+  }
+  uint4 wv[GF_U][2];
+#pragma unroll
+  for (int u = 0; u < GF_U; u++) {
+    const int i = lane * 8 + u * 256;
+    if (i < I) {
+      wv[u][0] = ld_stream(wr0 + i);
+      wv[u][1] = ld_stream(wr1 + i);
+    }
+  }
+  PDL_ENTRY();
+  float acc[R][2], ss[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    acc[r][0] = acc[r][1] = 0.f;
+    ss[r] = 0.f;
+  }
+  for (int i0 = lane * 8;;) {
+#pragma unroll
+    for (int u = 0; u < GF_U; u++) {
+      const int i = i0 + u * 256;
+      if (i < I) {
+        float wf0[8], wf1[8], g[8];
+        unpack_bf16x8(wv[u][0], wf0);
+        unpack_bf16x8(wv[u][1], wf1);
+        if (NORM) {
+          const float4 a = __ldg((const float4*)(p.nw + i));
+          const float4 b = __ldg((const float4*)(p.nw + i + 4));
+          g[0] = a.x; g[1] = a.y; g[2] = a.z; g[3] = a.w; g[4] = b.x; g[5] = b.y; g[6] = b.z; g[7] = b.w;
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          if (r < T) {
+            const float4 a = __ldg((const float4*)(p.x + (long)r * I + i));
+            const float4 b = __ldg((const float4*)(p.x + (long)r * I + i + 4));
+            float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+            if (NORM) {
+#pragma unroll
+              for (int e = 0; e < 8; e++) {
+                ss[r] = fmaf(xv[e], xv[e], ss[r]);
+                xv[e] *= g[e];
+              }
+            }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+              acc[r][0] = fmaf(xv[e], wf0[e], acc[r][0]);
+              acc[r][1] = fmaf(xv[e], wf1[e], acc[r][1]);
+            }
+          }
+        }
+      }
+    }
+    i0 += 256 * GF_U;
+    if (i0 >= I) break;
+#pragma unroll
+    for (int u = 0; u < GF_U; u++) {
+      const int i = i0 + u * 256;
+      if (i < I) {
+        wv[u][0] = ld_stream(wr0 + i);
+        wv[u][1] = ld_stream(wr1 + i);
+      }
+    }
+  }
+  float inv[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    inv[r] = 1.f;
+    if (NORM) inv[r] = 1.f / sqrtf(warp_sum(ss[r]) / (float)I + p.eps);
+    acc[r][0] = warp_sum(acc[r][0]) * inv[r];
+    acc[r][1] = warp_sum(acc[r][1]) * inv[r];
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      if (r >= T) break;
+      if (MODE == GF_SWIGLU) {
+        if (o0 < O) {
+          const long ix = (long)r * O + o0;
+          const float gv = acc[r][0], uv = acc[r][1];
+          // In this order: aux may alias out0 or out1, and ends as the SwiGLU.
+          p.out0[ix] = gv;
+          p.out1[ix] = uv;
+          p.aux[ix] = silu(gv) * uv;
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+          if (o0 + k < O) {
+            const long ix = (long)r * O + o0 + k;
+            out[ix] = acc[r][k];
+            if (MODE == GF_RESID) p.sum[ix] = p.aux[ix] + acc[r][k];
+          }
+        }
+      }
+    }
+  }
+  if (NORM && p.h != 0) {
+    // Every warp holds the same 1/rms (same lanes, same order of
+    // operations); the first warps of the grid write h as rmsnorm_block would.
+    const int gw = blockIdx.x * GW_WARPS + warp, nwarp = gridDim.x * GW_WARPS;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      if (r >= T) break;
+      for (int i = (gw * 32 + lane) * 4; i < I; i += nwarp * 128) {
+        const float4 v = *(const float4*)(p.x + (long)r * I + i);
+        const float4 g = *(const float4*)(p.nw + i);
+        *(float4*)(p.h + (long)r * I + i) =
+            make_float4(v.x * inv[r] * g.x, v.y * inv[r] * g.y, v.z * inv[r] * g.z, v.w * inv[r] * g.w);
+      }
+    }
+  }
+}
+
+#define GEMVF(M, N, R) \
+  extern "C" __global__ void __launch_bounds__(GEMV_THREADS) gemvf_m##M##_n##N##_r##R(const GemvP p) { gemvf<R, N, M>(p); }
+#define GEMVF_R(M, N) GEMVF(M, N, 1) GEMVF(M, N, 2) GEMVF(M, N, 4) GEMVF(M, N, 8)
+GEMVF_R(0, 0)
+GEMVF_R(0, 1)
+GEMVF_R(1, 0)
+GEMVF_R(1, 1)
+GEMVF_R(2, 0)
+GEMVF_R(2, 1)

@@ -72,6 +72,31 @@ template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i,
   f[4] = __uint_as_float(b.x); f[5] = __uint_as_float(b.y); f[6] = __uint_as_float(b.z); f[7] = __uint_as_float(b.w);
 }
 
+// Programmatic dependent launch (Hopper): a kernel launched with the
+// programmatic-stream-serialization attribute may start while the previous
+// kernel is still running. PDL_WAIT blocks until that kernel has completed
+// and its writes are visible, so every kernel runs it in every block before
+// reading anything earlier work wrote, writing anything earlier work reads,
+// or exiting (an early exit before it would let a grid complete ahead of its
+// predecessor and break the chain for the next kernel). Only immutable data
+// (weights) may be read before it. PDL_LAUNCH lets the next kernel start
+// its own prologue. Both are no-ops without the launch attribute and before
+// sm_90.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define PDL_LAUNCH() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define PDL_WAIT()
+#define PDL_LAUNCH()
+#endif
+#define PDL_ENTRY() \
+  do {              \
+    PDL_WAIT();     \
+    PDL_LAUNCH();   \
+  } while (0)
+
+__device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

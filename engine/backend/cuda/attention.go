@@ -112,29 +112,113 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		return
 	}
 	kc, vc := c.k[layer], c.v[layer]
-	b.launch(b.k.kvStore, uint32(T), 1, 1, uint32(min(256, max(32, kvh*hd))), 1, 0,
-		ptr(kc), ptr(vc), ptr(kk.ptr), ptr(vv.ptr), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), i32(hd))
+	// Scratch first: growing a buffer leaves graph mode and flushes what
+	// is held, which must happen before the fusion decision below.
+	var part, cnt driver.DevPtr
+	chunk, zmax := 0, 0
+	if !usePrefill {
+		if b.attnOld {
+			zmax = oldSplits(m.maxLen, c.spec.Blocks)
+			chunk = 128
+		} else {
+			// The merge keeps G·nz weights in the K/V stages' shared memory.
+			chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, ak.decodeSmem/4/G)
+			if cnt, ok = b.attnCounters(T * kvh); !ok {
+				return
+			}
+		}
+		if part, ok = b.scratchPtr(scrAttn, uint64(T*heads*zmax*(hd+2)*4)); !ok {
+			return
+		}
+	}
+	if qn, kn, rope, ok := b.takeAttnPrep(qq.ptr, kk.ptr, vv.ptr, T, heads, kvh, hd, m.pos); ok {
+		// The held QK-norms and RoPEs, and the KV store, in one launch
+		// (struct PrepP in kernels/attention.cu).
+		var a [15]uint64
+		pair := func(lo, hi uint64) uint64 { return lo&0xffffffff | hi<<32 }
+		a[0], a[1], a[2], a[3], a[4] = ptr(qq.ptr), ptr(kk.ptr), ptr(vv.ptr), ptr(qn.w), ptr(kn.w)
+		a[5], a[6], a[7], a[8], a[9] = ptr(rope.tab.cos), ptr(rope.tab.sin), ptr(m.pos), ptr(m.tokTab), ptr(m.tabs)
+		a[10], a[11] = ptr(kc), ptr(vc)
+		a[12] = pair(i32(T), i32(heads))
+		a[13] = pair(i32(kvh), i32(rope.half))
+		a[14] = pair(f32(qn.eps), f32(kn.eps))
+		const warps = 4 // PREP_WARPS
+		b.launch(ak.prep, blocks(T*(heads+2*kvh), warps), 1, 1, 32*warps, 1, 0, a[:]...)
+	} else {
+		b.flush()
+		b.launch(b.k.kvStore, uint32(T), 1, 1, uint32(min(256, max(32, kvh*hd))), 1, 0,
+			ptr(kc), ptr(vc), ptr(kk.ptr), ptr(vv.ptr), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), i32(hd))
+	}
 	if usePrefill {
 		b.launch(ak.prefill, uint32(m.nTiles), uint32(kvh), 1, 128, 1, uint32(ak.prefillSmem),
 			ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(m.tiles), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), f32(scale))
 		return
 	}
-	// Splits of 128 positions; the count is rounded up to a power of two so
-	// that decode steps keep the same launch (and graph) while the context
-	// grows within a bucket.
-	zNeed := (m.maxLen + 127) / 128
+	if b.attnOld {
+		b.launch(ak.split, uint32(kvh), uint32(T), uint32(zmax), 128, 1, uint32(ak.splitSmem),
+			ptr(kc), ptr(vc), ptr(qq.ptr), ptr(part), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), f32(scale), i32(zmax))
+		b.launch(ak.combine, uint32(heads), uint32(T), 1, 128, 1, 0, ptr(o.ptr), ptr(part), ptr(m.pos), i32(heads), i32(zmax))
+		return
+	}
+	b.launch(ak.decode, uint32(kvh), uint32(T), uint32(zmax), 128, 1, uint32(ak.decodeSmem),
+		ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(part), ptr(cnt), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs),
+		i32(kvh), f32(scale), i32(zmax), i32(chunk))
+}
+
+// oldSplits is attn_split's grid depth: splits of 128 positions, rounded up
+// to a power of two so that decode steps keep the same launch (and graph)
+// while the context grows within a bucket.
+func oldSplits(maxLen, poolBlocks int) int {
+	zNeed := (maxLen + 127) / 128
 	zmax := 1
 	for zmax < zNeed {
 		zmax *= 2
 	}
-	zmax = min(zmax, max(zNeed, (c.spec.Blocks*backend.BlockSize+127)/128))
-	part, ok := b.scratchPtr(scrAttn, uint64(T*heads*zmax*(hd+2)*4))
-	if !ok {
-		return
+	return min(zmax, max(zNeed, (poolBlocks*backend.BlockSize+127)/128))
+}
+
+// decodeSplits picks attn_decode's split size (positions, a power-of-two
+// number of 64-position tiles) and grid depth for a batch whose longest
+// context is maxLen: enough splits that T·kvh·splits blocks fill the GPU
+// once (2 per SM: a block's K/V stages take ~105 KB of shared memory at
+// head dim 128), and no more, since every split costs a partial write and a
+// share of the merge; at most maxSplits per token. Both numbers change only
+// when the context crosses a power-of-two bucket, so a growing decode keeps
+// its captured graph.
+func (b *Backend) decodeSplits(maxLen, T, kvh, poolBlocks, maxSplits int) (chunk, zmax int) {
+	target := b.attnBlocks
+	if target <= 0 {
+		target = 2 * b.smCount
 	}
-	b.launch(ak.split, uint32(kvh), uint32(T), uint32(zmax), 128, 1, uint32(ak.splitSmem),
-		ptr(kc), ptr(vc), ptr(qq.ptr), ptr(part), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), f32(scale), i32(zmax))
-	b.launch(ak.combine, uint32(heads), uint32(T), 1, 128, 1, 0, ptr(o.ptr), ptr(part), ptr(m.pos), i32(heads), i32(zmax))
+	tiles := (maxLen + 63) / 64
+	// Splits per token never exceed per (tiles ≤ tps·per).
+	per := min(max(1, target/(kvh*T)), max(1, maxSplits))
+	tps := 1
+	for tps*per < tiles {
+		tps *= 2
+	}
+	nz := (tiles + tps - 1) / tps
+	zmax = 1
+	for zmax < nz {
+		zmax *= 2
+	}
+	poolSplits := (poolBlocks + tps - 1) / tps
+	return tps * 64, min(zmax, max(nz, poolSplits))
+}
+
+// attnCounters returns attn_decode's per-(token, KV head) split counters:
+// zeroed when allocated, and every launch leaves them zero again.
+func (b *Backend) attnCounters(n int) (driver.DevPtr, bool) {
+	s := &b.scratch[scrAttnCnt]
+	if uint64(4*n) > s.size {
+		b.needEager()
+		if err := s.ensure(b, uint64(4*n)); err != nil {
+			b.fail(err)
+			return 0, false
+		}
+		b.memset(s.p, 0, int(s.size/4))
+	}
+	return s.p, b.err == nil
 }
 
 // prefillMinT is the smallest batch that uses the tensor-core kernel.

@@ -9,19 +9,30 @@ import (
 
 // TestAttention compares paged attention with the CPU backend over prefill
 // chunks, mixed batches and decode steps, with scrambled block tables, for
-// both kernels (split and tensor-core prefill) and several head shapes.
+// every kernel and several head shapes: split (attn_decode for every
+// batch, its splits sized for the GPU: mostly one tile each here), blocks8
+// (attn_decode aiming at 8 blocks a launch: several multi-tile splits per
+// token, merged by the last one), old (attn_split + attn_combine) and
+// prefill (the tensor-core kernel for every batch of ≥ 2 tokens).
 func TestAttention(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
-	defer func(m string, p int) { b.attnMode, b.prefillMin = m, p }(b.attnMode, b.prefillMin)
+	defer func(m string, p, blk int, old bool) {
+		b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld = m, p, blk, old
+	}(b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld)
 	for _, c := range []struct{ kvh, G, hd, long int }{
 		{2, 4, 128, 1200}, {1, 8, 64, 300}, {4, 1, 64, 300}, {2, 2, 16, 300}, {2, 2, 256, 300}, {1, 16, 128, 300}, {2, 4, 32, 130},
 		{1, 4, 40, 200}, {1, 3, 128, 150},
 	} {
-		for _, mode := range []string{"split", "prefill"} {
+		for _, mode := range []string{"split", "blocks8", "old", "prefill"} {
 			t.Run(fmt.Sprintf("kvh%d_g%d_hd%d_%s", c.kvh, c.G, c.hd, mode), func(t *testing.T) {
-				b.attnMode, b.prefillMin = mode, 0
-				if mode == "prefill" {
+				b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld = "split", 0, 0, false
+				switch mode {
+				case "blocks8":
+					b.attnBlocks = 8
+				case "old":
+					b.attnOld = true
+				case "prefill":
 					b.attnMode, b.prefillMin = "", 2 // the tensor-core kernel for every batch of ≥ 2 tokens
 				}
 				heads := c.kvh * c.G
@@ -75,5 +86,38 @@ func TestAttention(t *testing.T) {
 				run("chunk B", span(1, 101, 200))
 			})
 		}
+	}
+}
+
+// TestDecodeSplits checks attn_decode's grid choice without a GPU: splits
+// cover the context in whole tiles, the launch aims at 2 blocks per SM,
+// the merge's bound holds, and a decode growing from 1 to 33K positions
+// changes its launch (and so its graph) only a few times.
+func TestDecodeSplits(t *testing.T) {
+	b := &Backend{smCount: 132}
+	for _, c := range []struct{ T, kvh, maxSplits int }{{1, 8, 1000}, {16, 8, 1000}, {1, 1, 1000}, {3, 2, 1000}, {1, 8, 12}, {1200, 2, 100}} {
+		changes := 0
+		prev := [2]int{}
+		for maxLen := 1; maxLen <= 33000; maxLen++ {
+			chunk, zmax := b.decodeSplits(maxLen, c.T, c.kvh, 600, c.maxSplits)
+			tps := chunk / 64
+			nz := (maxLen + chunk - 1) / chunk
+			if chunk%64 != 0 || tps&(tps-1) != 0 || nz > zmax || nz > c.maxSplits {
+				t.Fatalf("%+v maxLen %d: chunk %d, zmax %d, %d splits", c, maxLen, chunk, zmax, nz)
+			}
+			if blocks := c.T * c.kvh * nz; tps > 1 && nz > 1 && blocks > 2*b.smCount {
+				t.Fatalf("%+v maxLen %d: %d blocks of %d positions for %d SMs", c, maxLen, blocks, chunk, b.smCount)
+			}
+			if cur := [2]int{chunk, zmax}; cur != prev {
+				changes++
+				prev = cur
+			}
+		}
+		if changes > 24 {
+			t.Errorf("%+v: the launch changed %d times over 33K positions", c, changes)
+		}
+	}
+	if chunk, zmax := b.decodeSplits(32773, 1, 8, 1200, 1000); chunk != 1024 || zmax != 64 {
+		t.Errorf("Qwen3-8B at 32K: chunk %d, zmax %d; want 1024, 64 (33 splits × 8 heads = 264 blocks)", chunk, zmax)
 	}
 }

@@ -70,7 +70,13 @@ type Backend struct {
 	f32w     map[driver.DevPtr]driver.DevPtr // f32 copies of small 16-bit weights (norm scales)
 
 	pend        pending
-	fuse        bool
+	fuse        bool      // operator fusion (fuse.go)
+	fz          fuseParts // which fusions, when fuse is on
+	pdl         bool      // programmatic dependent launch for kernels that allow it
+	pdlRefused  bool      // the driver refused a PDL launch: plain launches only
+	attnOld     bool      // decode attention through attn_split + attn_combine
+	attnBlocks  int       // blocks one decode-attention launch aims at (0: 2 per SM)
+	launches    int       // kernel launches recorded (tests: did fusion happen)
 	gemvMax     int
 	copyRetries int // host-to-device copies that needed a retry (diagnostics)
 	attnMode    string
@@ -172,7 +178,12 @@ func New(opt Options) (*Backend, error) {
 	}
 	b.gemvMax = envInt("INFERNIX_CUDA_GEMV_MAX", 8)
 	b.attnMode = os.Getenv("INFERNIX_CUDA_ATTN")
-	b.fuse = os.Getenv("INFERNIX_CUDA_FUSE") != "0"
+	b.fuse, b.fz = fuseConfig()
+	// Programmatic dependent launch needs Hopper's griddepcontrol and
+	// cuLaunchKernelEx (CUDA 11.8+; inside graphs 12.3+).
+	b.pdl = b.sm >= 90 && b.drv.HasLaunchEx() && b.drv.Version() >= 12030 && os.Getenv("INFERNIX_CUDA_PDL") != "0"
+	b.attnOld = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "old"
+	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
 	b.g.init(b, opt)
 	b.name = fmt.Sprintf("cuda (%s, sm_%d, %d SMs, %.0f GiB, driver %d.%d, NVRTC %s)", dname, b.sm, b.smCount,
 		float64(total)/(1<<30), b.drv.Version()/1000, b.drv.Version()%1000/10, b.rtc.Version())

@@ -264,6 +264,22 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		lanes = append(lanes, seqBlocks(720+i*12, 12))
 	}
 	decode("decode_16lanes_ctx512", lanes, 512, 32)
+	// Ablations, one switch off each (graphs as above, caches holding
+	// random values): what PDL, operator fusion and the one-launch decode
+	// attention are each worth.
+	if pdl := b.pdl; pdl {
+		b.pdl = false
+		decode("decode_1lane_ctx512_nopdl", [][]int32{seqBlocks(100, 10)}, 600, 32)
+		b.pdl = pdl
+	}
+	b.flush()
+	fuse := b.fuse
+	b.fuse = false
+	decode("decode_1lane_ctx512_unfused", [][]int32{seqBlocks(110, 10)}, 512, 32)
+	b.fuse = fuse
+	b.attnOld = true
+	decode("decode_1lane_ctx32k_oldattn", [][]int32{seqBlocks(200, 520)}, 32810, 16)
+	b.attnOld = false
 	rp, capt, fb := b.GraphStats()
 	res["graph_replays"], res["graph_captures"], res["graph_fallbacks"] = rp, capt, fb
 

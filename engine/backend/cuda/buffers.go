@@ -51,6 +51,7 @@ const (
 	scrDown           // MoE per-pair outputs
 	scrShared         // shared expert output
 	scrSharedZ        // shared expert gate logits
+	scrAttnCnt        // attn_decode's split counters (zero between launches)
 	numScratch
 )
 

@@ -13,10 +13,14 @@ import (
 	"github.com/infernix/infernix/kernels"
 )
 
-// kernel is a resolved extern "C" function of a loaded module.
+// kernel is a resolved extern "C" function of a loaded module. pdl marks
+// kernels that run PDL_WAIT in every block before touching earlier work's
+// data (kernels/prelude.cuh), so they may be launched with programmatic
+// dependent launch.
 type kernel struct {
 	name string
 	fn   driver.Function
+	pdl  bool
 }
 
 var dtName = [3]string{"f32", "f16", "bf16"} // indexed by backend.DType
@@ -28,8 +32,9 @@ type kernelSet struct {
 	swiglu, swiglu4, rope, gather, toBF16 *kernel
 	bf16ToF32, f16ToF32, kvStore, sigAdd  *kernel
 	fillBF16                              *kernel
-	gemv                                  [3][4]*kernel // dtype × R ∈ {1, 2, 4, 8}
-	gemv3                                 [4]*kernel    // bf16, R ∈ {1, 2, 4, 8}
+	gemv                                  [3][4]*kernel    // dtype × R ∈ {1, 2, 4, 8}
+	gemv3                                 [4]*kernel       // bf16, R ∈ {1, 2, 4, 8}
+	gemvf                                 [3][2][4]*kernel // fused decode products: mode × norm × R (kernels/gemv.cu)
 	addRMS                                *kernel
 	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
 	moeRoute, moeCombine                  *kernel
@@ -39,6 +44,9 @@ type kernelSet struct {
 type attnKernels struct {
 	split, combine *kernel
 	splitSmem      int     // dynamic shared memory of split (its K/V tiles)
+	decode         *kernel // split + combine in one launch (flash decoding)
+	decodeSmem     int
+	prep           *kernel // QK-norm + RoPE + KV store
 	prefill        *kernel // nil where the tensor-core kernel does not apply
 	prefillSmem    int
 }
@@ -127,7 +135,9 @@ func (b *Backend) load(name string, defines []string, fns map[string]**kernel) e
 		if err != nil {
 			return fmt.Errorf("kernels/%s: %w", name, err)
 		}
-		*dst = &kernel{name: n, fn: f}
+		// Every kernel of these modules begins with PDL_ENTRY (the
+		// tensor-core prefill kernel does not).
+		*dst = &kernel{name: n, fn: f, pdl: name != "prefill.cu"}
 		if b.verbose {
 			regs, _ := b.drv.FuncGetAttribute(f, driver.FuncAttrNumRegs)
 			local, _ := b.drv.FuncGetAttribute(f, driver.FuncAttrLocalSizeBytes)
@@ -147,6 +157,13 @@ func (b *Backend) loadKernels() error {
 		"sigmoid_gated_add": &k.sigAdd, "fill_random_bf16": &k.fillBF16, "add_rmsnorm": &k.addRMS,
 	}
 	gv := map[string]**kernel{"moe_route": &k.moeRoute, "moe_combine": &k.moeCombine}
+	for m := 0; m < 3; m++ {
+		for nrm := 0; nrm < 2; nrm++ {
+			for i, r := range []int{1, 2, 4, 8} {
+				gv[fmt.Sprintf("gemvf_m%d_n%d_r%d", m, nrm, r)] = &k.gemvf[m][nrm][i]
+			}
+		}
+	}
 	for d, n := range dtName {
 		ew["embed_"+n] = &k.embed[d]
 		for i, r := range []int{1, 2, 4, 8} {
@@ -183,7 +200,21 @@ func (b *Backend) attnFor(hd, g int) (*attnKernels, error) {
 	defer b.unpin()
 	a := &attnKernels{}
 	defs := []string{fmt.Sprintf("HD=%d", hd), fmt.Sprintf("G=%d", g)}
-	if err := b.load("attention.cu", defs, map[string]**kernel{"attn_split": &a.split, "attn_combine": &a.combine}); err != nil {
+	if err := b.load("attention.cu", defs, map[string]**kernel{"attn_split": &a.split, "attn_combine": &a.combine,
+		"attn_decode": &a.decode, "attn_prep": &a.prep}); err != nil {
+		return nil, err
+	}
+	// DSTAGES in kernels/attention.cu: three stages of 64-position K and V
+	// tiles up to head dim 128, two above.
+	stages := 3
+	if hd > 128 {
+		stages = 2
+	}
+	a.decodeSmem = stages * 2 * 64 * (hd + 8) * 2
+	if a.decodeSmem > b.maxSmem-20<<10 {
+		return nil, fmt.Errorf("cuda: head_dim %d needs %d bytes of shared memory per block; the device allows %d", hd, a.decodeSmem, b.maxSmem)
+	}
+	if err := b.drv.FuncSetAttribute(a.decode.fn, driver.FuncAttrMaxDynamicShared, a.decodeSmem); err != nil {
 		return nil, err
 	}
 	a.splitSmem = 2 * 128 * (hd + 8) * 2

@@ -42,7 +42,7 @@ func TestKernelsCompile(t *testing.T) {
 				}
 			}
 			if m == "attention.cu" {
-				jobs = append(jobs, job{m, []string{"HD=256", "G=8"}}, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=40", "G=4"}}, job{m, []string{"HD=128", "G=3"}})
+				jobs = append(jobs, job{m, []string{"HD=256", "G=8"}}, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=40", "G=4"}}, job{m, []string{"HD=128", "G=3"}}, job{m, []string{"HD=8", "G=1"}})
 			} else {
 				jobs = append(jobs, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=32", "G=4"}})
 			}
@@ -78,12 +78,16 @@ func compileJob(t *testing.T, rtc *driver.NVRTC, mod string, defs, opts []string
 			t.Errorf("%s %v: %v", j.mod, j.defs, err)
 			return
 		}
+		fn := ""
 		for _, line := range strings.Split(log, "\n") {
+			if i := strings.Index(line, "entry function '"); i >= 0 {
+				fn, _, _ = strings.Cut(line[i+len("entry function '"):], "'")
+			}
 			if strings.Contains(line, "spill") && !strings.Contains(line, " 0 bytes spill stores") {
-				t.Logf("%s %v: %s", j.mod, j.defs, line)
+				t.Logf("%s %v %s: %s", j.mod, j.defs, fn, strings.TrimSpace(line))
 			}
 			if os.Getenv("INFERNIX_PTXAS_VERBOSE") != "" && strings.Contains(line, "Used") {
-				t.Logf("%s %v: %s", j.mod, j.defs, strings.TrimSpace(line))
+				t.Logf("%s %v %s: %s", j.mod, j.defs, fn, strings.TrimSpace(line))
 			}
 		}
 		if strings.Contains(log, "warning") {

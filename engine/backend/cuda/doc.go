@@ -49,6 +49,11 @@
 //
 //	INFERNIX_CUDA_GRAPHS=0        run every forward eagerly
 //	INFERNIX_CUDA_ATTN=split      never use the tensor-core prefill attention
+//	INFERNIX_CUDA_DECODE_ATTN=old decode attention through attn_split + attn_combine
+//	INFERNIX_CUDA_ATTN_BLOCKS=N   blocks a decode-attention launch aims at (default 2 per SM)
+//	INFERNIX_CUDA_FUSE=0          no operator fusion (fuse.go)
+//	INFERNIX_CUDA_NOFUSE=a,b      turn off parts: gemvf, norm, resid, swiglu, attn
+//	INFERNIX_CUDA_PDL=0           no programmatic dependent launch
 //	INFERNIX_CUDA_GEMV_MAX=N      most rows through the decode GEMV (default 8)
 //	INFERNIX_KERNEL_CACHE=DIR     compiled-kernel cache (default: user cache dir)
 //	INFERNIX_CUDA_VERBOSE=1       log compilation and kernel resources

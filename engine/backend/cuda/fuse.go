@@ -1,25 +1,78 @@
 package cuda
 
 import (
+	"os"
+	"strings"
+
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/backend/cuda/driver"
 )
 
-// Operators are fused by holding back the last one while the next may
-// combine with it: up to three decode GEMVs of the same activations (q, k
-// and v; gate and up) become one launch, and a residual Add followed by the
-// RMSNorm of its result becomes one kernel. Whatever comes next flushes what
-// is held, so the order of device work is unchanged; fusion decisions depend
-// only on the operator sequence, so captured graphs stay valid.
-// INFERNIX_CUDA_FUSE=0 turns it off.
+// Operators are fused by holding back what may combine with the next
+// operator; whatever does not combine flushes what is held first, so the
+// order of device work is unchanged. Decisions depend only on the operator
+// sequence (and pointer equalities within it), so captured graphs stay
+// valid. What fuses, in a Qwen3 decoder layer (T ≤ 8 rows):
+//
+//	RMSNorm(h, x) → MatMul(q|k|v, h)      one product kernel, the norm as its prologue
+//	RMSNorm(qh) RMSNorm(kh) RoPE(q) RoPE(k) Attention
+//	                                      one prep kernel (norms, RoPE, KV store) + attention
+//	MatMul(h, a, o) → Add(x, x, h)        one product kernel, the add as its epilogue
+//	RMSNorm(h, x) → MatMul(g|u, h) → SwiGLU(g, g, u)
+//	                                      one product kernel, norm prologue, SwiGLU epilogue
+//	MatMul(m, g, down) → Add(x, x, m)     one product kernel, the add as its epilogue
+//
+// and a residual Add followed by the RMSNorm of its result (where no product
+// precedes the add) is one kernel. Every fused kernel writes everything the
+// unfused operators would have (h, the gate and up products, ...), so
+// nothing observable depends on fusion.
+//
+// INFERNIX_CUDA_FUSE=0 turns all of it off; INFERNIX_CUDA_NOFUSE takes a
+// comma-separated list of parts to turn off (gemvf: the fused product
+// kernels, and with them norm, resid and swiglu; norm; resid; swiglu; attn),
+// so that a bad kernel can be bisected on the device.
 
 type pendKind uint8
 
 const (
 	pendNone pendKind = iota
-	pendGemv
-	pendAdd
+	pendGemv          // decode products of the same activations (+ prologue, epilogue)
+	pendAdd           // a residual add (may fuse with the RMSNorm of its result)
+	pendNorm          // an RMSNorm that the next decode product may take as its prologue
+	pendAttn          // per-head RMSNorms and RoPEs of q and k, which Attention may take
 )
+
+// Epilogues of the fused product kernels (GF_* in kernels/gemv.cu).
+const (
+	epiNone   = 0 // GF_MULTI
+	epiSwiGLU = 1 // GF_SWIGLU: aux = silu(out0)·out1
+	epiResid  = 2 // GF_RESID: sum = aux + out0
+)
+
+// fuseParts says which fusions are on.
+type fuseParts struct {
+	gemvf, norm, resid, swiglu, attn bool
+}
+
+func fuseConfig() (bool, fuseParts) {
+	on := os.Getenv("INFERNIX_CUDA_FUSE") != "0"
+	p := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true}
+	for _, f := range strings.Split(os.Getenv("INFERNIX_CUDA_NOFUSE"), ",") {
+		switch strings.TrimSpace(f) {
+		case "gemvf":
+			p.gemvf = false
+		case "norm":
+			p.norm = false
+		case "resid":
+			p.resid = false
+		case "swiglu":
+			p.swiglu = false
+		case "attn":
+			p.attn = false
+		}
+	}
+	return on, p
+}
 
 type gemvJob struct {
 	out driver.DevPtr
@@ -27,17 +80,44 @@ type gemvJob struct {
 	O   int
 }
 
+// normOp is an RMSNorm: out = x / rms(x) · w over rows of n.
+type normOp struct {
+	out, x, w driver.DevPtr
+	rows, n   int
+	eps       float32
+}
+
+// ropeOp is a RoPE of T rows of x [_, cols] with heads heads.
+type ropeOp struct {
+	x              driver.DevPtr
+	T, cols, heads int
+	pos            driver.DevPtr // staged positions
+	tab            *ropeTables
+	half           int
+}
+
 type pending struct {
 	kind pendKind
-	// pendGemv: n products of x [T, I] (bf16 weights).
-	n    int
-	jobs [3]gemvJob
-	x    driver.DevPtr
-	T, I int
+	// pendGemv: n products of x [T, I] (bf16 weights). With norm, x is
+	// the output of nrm (the kernel reads nrm.x and writes x); epi adds
+	// an epilogue (aux, sum as in GemvP).
+	n        int
+	jobs     [3]gemvJob
+	x        driver.DevPtr
+	T, I     int
+	norm     bool
+	nrm      normOp // also pendNorm's operator
+	epi      int
+	aux, sum driver.DevPtr
 	// pendAdd: out = a + c over n floats.
 	out, a, c driver.DevPtr
 	addN      int
-	flushing  bool
+	// pendAttn: the q and k norms (nNorm of them) and RoPEs (nRope), held
+	// in the order they came.
+	qn, kn       normOp
+	rq, rk       ropeOp
+	nNorm, nRope int
+	flushing     bool
 }
 
 // holdGemv takes a decode GEMV into the pending group; false if it cannot
@@ -47,7 +127,20 @@ func (b *Backend) holdGemv(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 		return false
 	}
 	p := &b.pend
-	if p.kind == pendGemv && p.x == x && p.T == T && p.I == I && p.n < 3 && out != x {
+	if p.kind == pendNorm {
+		// The held RMSNorm produced x: it becomes this product's prologue
+		// (the kernel reads nrm.x and writes x as well). Its input must not
+		// be what the product writes.
+		if p.nrm.out == x && p.nrm.rows == T && p.nrm.n == I && out != p.nrm.x && out != x {
+			nrm := p.nrm
+			*p = pending{kind: pendGemv, n: 1, x: x, T: T, I: I, norm: true, nrm: nrm}
+			p.jobs[0] = gemvJob{out, w, O}
+			return true
+		}
+		b.flush()
+	}
+	if p.kind == pendGemv && p.epi == epiNone && p.x == x && p.T == T && p.I == I && p.n < 3 && out != x &&
+		(!p.norm || out != p.nrm.x) {
 		for _, j := range p.jobs[:p.n] {
 			if j.out == out || j.out == x {
 				b.flush()
@@ -64,18 +157,132 @@ func (b *Backend) holdGemv(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 	return true
 }
 
-// holdAdd takes a residual add; false if fusion is off.
+// holdAdd takes a residual add: as the epilogue of a held single product
+// that computed one operand, or held itself (it may fuse with an RMSNorm
+// of its result); false if fusion is off.
 func (b *Backend) holdAdd(out, a, c driver.DevPtr, n int) bool {
 	if !b.fuse || n == 0 {
 		return false
+	}
+	p := &b.pend
+	if p.kind == pendGemv && b.fz.gemvf && b.fz.resid && p.n == 1 && p.epi == epiNone && p.T*p.jobs[0].O == n {
+		// out = resid + W·x: the kernel writes the product and the sum; the
+		// sum must not land on what other warps still read.
+		j := p.jobs[0]
+		var resid driver.DevPtr
+		switch {
+		case c == j.out && a != j.out:
+			resid = a
+		case a == j.out && c != j.out:
+			resid = c
+		}
+		// With a norm prologue, x (the norm's output) is written by some
+		// warps while others would read it as the residual: not fused.
+		if resid != 0 && resid != p.x && out != p.x && (!p.norm || out != p.nrm.x) {
+			p.epi, p.aux, p.sum = epiResid, resid, out
+			return true
+		}
 	}
 	b.flush()
 	b.pend = pending{kind: pendAdd, out: out, a: a, c: c, addN: n}
 	return true
 }
 
+// holdSwiGLU makes out = silu(g)·u the epilogue of the held gate and up
+// products; false if they are not held.
+func (b *Backend) holdSwiGLU(out, g, u driver.DevPtr, n int) bool {
+	p := &b.pend
+	if !b.fuse || !b.fz.gemvf || !b.fz.swiglu || p.kind != pendGemv || p.n != 2 || p.epi != epiNone {
+		return false
+	}
+	j0, j1 := p.jobs[0], p.jobs[1]
+	if j0.out != g || j1.out != u || j0.O != j1.O || p.T*j0.O != n || out == p.x || (p.norm && out == p.nrm.x) {
+		return false
+	}
+	p.epi, p.aux = epiSwiGLU, out
+	return true
+}
+
+// holdNorm holds an RMSNorm (not in place) of at most 8 rows for the
+// decode product that may follow; false if it cannot be fused.
+func (b *Backend) holdNorm(op normOp) bool {
+	if !b.fuse || !b.fz.gemvf || !b.fz.norm || op.rows > 8 || op.n%8 != 0 || op.out == op.x {
+		return false
+	}
+	b.flush()
+	b.pend = pending{kind: pendNorm, nrm: op}
+	return true
+}
+
+// holdHeadNorm holds an in-place per-head RMSNorm (QK-norm) for Attention.
+func (b *Backend) holdHeadNorm(op normOp) bool {
+	if !b.fuse || !b.fz.attn || op.out != op.x || op.n > 256 {
+		return false
+	}
+	p := &b.pend
+	if p.kind == pendAttn && p.nNorm == 1 && p.nRope == 0 && op.n == p.qn.n && op.x != p.qn.x {
+		p.kn = op
+		p.nNorm = 2
+		return true
+	}
+	b.flush()
+	*p = pending{kind: pendAttn, qn: op, nNorm: 1}
+	return true
+}
+
+// holdRoPE holds a RoPE of q or k for Attention.
+func (b *Backend) holdRoPE(op ropeOp) bool {
+	if !b.fuse || !b.fz.attn {
+		return false
+	}
+	p := &b.pend
+	if p.kind == pendAttn {
+		// The RoPE of what the held norm normalised (same rows of the same
+		// head size).
+		normed := func(n normOp) bool {
+			return n.x == op.x && n.n*op.heads == op.cols && n.rows == op.T*op.heads
+		}
+		switch {
+		case p.nRope == 0 && p.nNorm == 2 && normed(p.qn):
+			p.rq, p.nRope = op, 1
+			return true
+		case p.nRope == 1 && (p.nNorm == 0 || normed(p.kn)) && op.x != p.rq.x && op.T == p.rq.T && op.pos == p.rq.pos &&
+			op.tab == p.rq.tab && op.half == p.rq.half:
+			p.rk, p.nRope = op, 2
+			return true
+		}
+	}
+	b.flush()
+	*p = pending{kind: pendAttn, rq: op, nRope: 1}
+	return true
+}
+
+// takeAttnPrep reports whether the held operators are exactly the q/k
+// norms and RoPEs of this attention's q and k (then they are consumed: the
+// caller launches the prep kernel with the returned operators).
+func (b *Backend) takeAttnPrep(q, k, v driver.DevPtr, T, heads, kvh, hd int, pos driver.DevPtr) (qn, kn normOp, rope *ropeOp, ok bool) {
+	p := &b.pend
+	if p.kind != pendAttn || p.nRope != 2 || (p.nNorm != 0 && p.nNorm != 2) {
+		return
+	}
+	rq, rk := p.rq, p.rk
+	if rq.x != q || rk.x != k || v == q || v == k || rq.T != T || rq.heads != heads || rk.heads != kvh ||
+		rq.cols != heads*hd || rk.cols != kvh*hd || rq.pos != pos || 2*rq.half > hd {
+		return
+	}
+	if p.nNorm == 2 && (p.qn.n != hd || p.kn.n != hd || p.qn.rows != T*heads || p.kn.rows != T*kvh || p.qn.x != q || p.kn.x != k) {
+		return
+	}
+	qn, kn = p.qn, p.kn
+	if p.nNorm == 0 {
+		qn, kn = normOp{}, normOp{}
+	}
+	p.kind = pendNone
+	return qn, kn, &rq, true
+}
+
 // fusedAddNorm launches add+RMSNorm if the held Add produced x; false
-// otherwise (the caller flushes and runs a plain RMSNorm).
+// otherwise (the caller goes on with the RMSNorm).
 func (b *Backend) fusedAddNorm(out, x, w driver.DevPtr, rows, n int, eps float32) bool {
 	p := &b.pend
 	// Aliasing among out, a, c and sum is fine: every element is read and
@@ -97,16 +304,35 @@ func (b *Backend) flush() {
 	}
 	p.flushing = true
 	defer func() { p.flushing = false }()
-	kind := p.kind
+	q := *p
 	p.kind = pendNone
-	switch kind {
+	switch q.kind {
 	case pendAdd:
-		b.addNow(p.out, p.a, p.c, p.addN)
+		b.addNow(q.out, q.a, q.c, q.addN)
+	case pendNorm:
+		b.rmsnormNow(q.nrm)
+	case pendAttn:
+		if q.nNorm >= 1 {
+			b.rmsnormNow(q.qn)
+		}
+		if q.nNorm == 2 {
+			b.rmsnormNow(q.kn)
+		}
+		if q.nRope >= 1 {
+			b.ropeNow(q.rq)
+		}
+		if q.nRope == 2 {
+			b.ropeNow(q.rk)
+		}
 	case pendGemv:
-		ri := gemvIndex(p.T)
-		if p.n == 1 {
-			j := p.jobs[0]
-			b.launch(b.k.gemv[j.w.dt][ri], blocks(j.O, gemvBlockRows), 1, 1, 256, 1, 0, ptr(j.out), ptr(p.x), ptr(j.w.ptr), i32(p.T), i32(p.I), i32(j.O))
+		if b.fz.gemvf {
+			b.launchGemvf(&q)
+			return
+		}
+		ri := gemvIndex(q.T)
+		if q.n == 1 {
+			j := q.jobs[0]
+			b.launch(b.k.gemv[j.w.dt][ri], blocks(j.O, gemvBlockRows), 1, 1, 256, 1, 0, ptr(j.out), ptr(q.x), ptr(j.w.ptr), i32(q.T), i32(q.I), i32(j.O))
 			return
 		}
 		var nb [3]int
@@ -114,16 +340,59 @@ func (b *Backend) flush() {
 		total := 0
 		for i := 0; i < 3; i++ {
 			args[3*i+2] = i32(1)
-			if i < p.n {
-				j := p.jobs[i]
+			if i < q.n {
+				j := q.jobs[i]
 				nb[i] = int(blocks(j.O, gemvBlockRows))
 				total += nb[i]
 				args[3*i], args[3*i+1], args[3*i+2] = ptr(j.out), ptr(j.w.ptr), i32(j.O)
 			}
 		}
 		b.launch(b.k.gemv3[ri], uint32(total), 1, 1, 256, 1, 0, args[0], args[1], args[2], args[3], args[4], args[5],
-			args[6], args[7], args[8], ptr(p.x), i32(p.T), i32(p.I), i32(nb[0]), i32(nb[1]))
+			args[6], args[7], args[8], ptr(q.x), i32(q.T), i32(q.I), i32(nb[0]), i32(nb[1]))
 	}
+}
+
+// launchGemvf launches a held product group as one gemvf kernel. Its one
+// parameter is struct GemvP (kernels/gemv.cu): eleven pointers, then eight
+// 32-bit fields packed two to a slot.
+func (b *Backend) launchGemvf(q *pending) {
+	var a [15]uint64
+	var nb [3]int
+	per := gemvBlockRows
+	if q.epi == epiSwiGLU {
+		per = gemvBlockRows / 2 // one output (two weight rows) per warp
+	}
+	total := 0
+	for i := 0; i < q.n; i++ {
+		j := q.jobs[i]
+		nb[i] = int(blocks(j.O, per))
+		total += nb[i]
+		a[i], a[3+i] = ptr(j.out), ptr(j.w.ptr)
+	}
+	O := [3]int{1, 1, 1}
+	for i := 0; i < q.n; i++ {
+		O[i] = q.jobs[i].O
+	}
+	xin := q.x
+	norm := 0
+	var eps float32
+	if q.norm {
+		norm = 1
+		xin = q.nrm.x
+		a[7], a[8] = ptr(q.nrm.w), ptr(q.nrm.out)
+		eps = q.nrm.eps
+	}
+	a[6] = ptr(xin)
+	a[9], a[10] = ptr(q.aux), ptr(q.sum)
+	pair := func(lo, hi uint64) uint64 { return lo&0xffffffff | hi<<32 }
+	a[11] = pair(i32(O[0]), i32(O[1]))
+	a[12] = pair(i32(O[2]), i32(nb[0]))
+	a[13] = pair(i32(nb[1]), i32(q.T))
+	a[14] = pair(i32(q.I), f32(eps))
+	if q.epi == epiSwiGLU {
+		total = nb[0] // both rows of an output in one warp
+	}
+	b.launch(b.k.gemvf[q.epi][norm][gemvIndex(q.T)], uint32(total), 1, 1, 256, 1, 0, a[:]...)
 }
 
 // gemvIndex picks the GEMV variant (R = 1, 2, 4, 8) for n ≤ 8 rows.

@@ -241,6 +241,30 @@ func TestModelRandom(t *testing.T) {
 	}
 }
 
+// TestModelFuseModes: the random dense Qwen3 against the CPU with fusion
+// and PDL partly or wholly off, and with the old decode attention kernels
+// (TestModelRandom covers the default: everything on).
+func TestModelFuseModes(t *testing.T) {
+	b := gpu(t)
+	r := newRand(t)
+	modes := fuseModes(b)[1:]
+	modes = append(modes, fuseMode{name: "oldattn", fuse: b.fuse, fz: b.fz, pdl: b.pdl})
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			defer b.setFuse(m)()
+			if m.name == "oldattn" {
+				defer func(old bool) { b.attnOld = old }(b.attnOld)
+				b.attnOld = true
+			}
+			cfg := smallConfig("Qwen3ForCausalLM")
+			seed := r.Uint64()
+			g := build(t, cfg, &testWeights{be: b, seed: seed}, b)
+			c := build(t, cfg, &testWeights{be: cpuBe, seed: seed}, cpuBe)
+			checkModels(t, g, c, prompts(r, cfg.VocabSize, 40, 9), 12, 2e-2)
+		})
+	}
+}
+
 // TestGraphsMatchEager: decode steps replayed from graphs give bit-identical
 // logits to the same steps run eagerly.
 func TestGraphsMatchEager(t *testing.T) {

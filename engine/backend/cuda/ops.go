@@ -81,12 +81,24 @@ func (b *Backend) RMSNorm(out, x, w backend.Tensor, eps float32) {
 	if b.fusedAddNorm(o.ptr, xx.ptr, wp, xx.rows, n, eps) {
 		return
 	}
-	if n > 1024 && xx.rows < 4*b.smCount {
-		b.launch(b.k.rmsBlock, uint32(xx.rows), 1, 1, 256, 1, 0, ptr(o.ptr), ptr(xx.ptr), ptr(wp), i32(n), f32(eps))
+	op := normOp{out: o.ptr, x: xx.ptr, w: wp, rows: xx.rows, n: n, eps: eps}
+	if op.out == op.x {
+		if b.holdHeadNorm(op) {
+			return
+		}
+	} else if b.holdNorm(op) {
+		return
+	}
+	b.rmsnormNow(op)
+}
+
+func (b *Backend) rmsnormNow(op normOp) {
+	if op.n > 1024 && op.rows < 4*b.smCount {
+		b.launch(b.k.rmsBlock, uint32(op.rows), 1, 1, 256, 1, 0, ptr(op.out), ptr(op.x), ptr(op.w), i32(op.n), f32(op.eps))
 		return
 	}
 	const perBlock = 8
-	b.launch(b.k.rmsWarp, blocks(xx.rows, perBlock), 1, 1, 32, perBlock, 0, ptr(o.ptr), ptr(xx.ptr), ptr(wp), i32(xx.rows), i32(n), f32(eps))
+	b.launch(b.k.rmsWarp, blocks(op.rows, perBlock), 1, 1, 32, perBlock, 0, ptr(op.out), ptr(op.x), ptr(op.w), i32(op.rows), i32(op.n), f32(op.eps))
 }
 
 func (b *Backend) Add(out, a, c backend.Tensor) {
@@ -121,6 +133,9 @@ func (b *Backend) SwiGLU(out, gate, up backend.Tensor) {
 	n := g.rows * g.cols
 	if u.rows*u.cols != n || o.rows*o.cols != n {
 		panic("cuda: SwiGLU shape mismatch")
+	}
+	if b.err != nil || b.holdSwiGLU(o.ptr, g.ptr, u.ptr, n) {
+		return
 	}
 	b.swiglu(o.ptr, g.ptr, u.ptr, n)
 }
@@ -163,8 +178,16 @@ func (b *Backend) RoPE(x backend.Tensor, heads int, pos []int32, r *backend.Rope
 		}
 	}
 	pp := b.positions(pos)
-	b.launch(b.k.rope, uint32(len(pos)), 1, 1, uint32(min(256, max(32, heads*r.Half))), 1, 0,
-		ptr(xx.ptr), ptr(pp), ptr(tab.cos), ptr(tab.sin), i32(xx.cols), i32(heads), i32(r.Half))
+	op := ropeOp{x: xx.ptr, T: len(pos), cols: xx.cols, heads: heads, pos: pp, tab: tab, half: r.Half}
+	if b.err != nil || b.holdRoPE(op) {
+		return
+	}
+	b.ropeNow(op)
+}
+
+func (b *Backend) ropeNow(op ropeOp) {
+	b.launch(b.k.rope, uint32(op.T), 1, 1, uint32(min(256, max(32, op.heads*op.half))), 1, 0,
+		ptr(op.x), ptr(op.pos), ptr(op.tab.cos), ptr(op.tab.sin), i32(op.cols), i32(op.heads), i32(op.half))
 }
 
 func (b *Backend) uploadRope(r *backend.Rope) *ropeTables {

@@ -29,6 +29,7 @@ const (
 type rec struct {
 	kind  recKind
 	nargs uint8
+	pdl   bool // launch with programmatic dependent launch
 	k     *kernel
 	gemm  *driver.Gemm
 	grid  [3]uint32
@@ -45,11 +46,12 @@ func (b *Backend) launch(k *kernel, gx, gy, gz, bx, by, smem uint32, args ...uin
 	if gx == 0 || gy == 0 || gz == 0 {
 		return // nothing to do (an empty batch)
 	}
-	r := rec{kind: recLaunch, k: k, grid: [3]uint32{gx, gy, gz}, block: [2]uint32{bx, by}, smem: smem}
+	r := rec{kind: recLaunch, k: k, grid: [3]uint32{gx, gy, gz}, block: [2]uint32{bx, by}, smem: smem, pdl: b.pdl && k.pdl}
 	if len(args) > maxArgs {
 		panic("cuda: too many kernel arguments")
 	}
 	r.nargs = uint8(copy(r.args[:], args))
+	b.launches++
 	b.submit(&r)
 }
 
@@ -70,6 +72,19 @@ func (b *Backend) exec(r *rec) error {
 	switch r.kind {
 	case recLaunch:
 		copy(b.argv[:], r.args[:r.nargs])
+		// Kernels taking one struct parameter read it from argv's
+		// contiguous slots through argp[0].
+		if r.pdl && !b.pdlRefused {
+			err := b.drv.LaunchPDL(r.k.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], 1, r.smem, b.stream,
+				unsafe.Pointer(&b.argp[0]))
+			if err == nil {
+				return nil
+			}
+			// Never let the optimisation cost the launch: plain launches
+			// from now on (records keep their flag; exec ignores it).
+			b.logf("cuda: programmatic dependent launch of %s refused (%v); launching without it from now on", r.k.name, err)
+			b.pdlRefused, b.pdl = true, false
+		}
 		if err := b.drv.Launch(r.k.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], 1, r.smem, b.stream,
 			unsafe.Pointer(&b.argp[0])); err != nil {
 			return fmt.Errorf("%s (grid %v, block %v): %w", r.k.name, r.grid, r.block, err)
@@ -94,7 +109,11 @@ func (b *Backend) submit(r *rec) {
 	if b.err != nil {
 		return
 	}
-	if b.pend.kind != pendNone && !b.pend.flushing {
+	// Held operators run first, except before a metadata upload: it
+	// writes a fresh arena region that nothing held reads, and letting it
+	// pass lets RoPE and Attention stage their metadata while q/k
+	// operators are held for fusion.
+	if b.pend.kind != pendNone && !b.pend.flushing && r.kind != recHtoD {
 		b.flush()
 	}
 	g := &b.g

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -65,6 +66,7 @@ type Driver struct {
 	cuGetErrorName, cuGetErrorString                                              uintptr
 	cuCtxGetCurrent, cuMemcpyHtoD                                                 uintptr
 	cuProfilerStart, cuProfilerStop                                               uintptr
+	cuLaunchKernelEx                                                              uintptr
 }
 
 // LoadDriver opens libcuda.so.1 and initialises it. A missing library, a
@@ -111,6 +113,7 @@ func LoadDriver() (*Driver, error) {
 	d.cuMemcpyHtoD = lib.optSym("cuMemcpyHtoD_v2")
 	d.cuProfilerStart = lib.optSym("cuProfilerStart")
 	d.cuProfilerStop = lib.optSym("cuProfilerStop")
+	d.cuLaunchKernelEx = lib.optSym("cuLaunchKernelEx")
 	if err := d.check("cuInit", d.cuInit, 0); err != nil {
 		return nil, notAvailable(err)
 	}
@@ -347,6 +350,57 @@ func (d *Driver) Launch(f Function, gx, gy, gz, bx, by, bz, smem uint32, s Strea
 		uintptr(bx), uintptr(by), uintptr(bz), uintptr(smem), uintptr(s), uintptr(params), 0)
 	if c := status(r); c != 0 {
 		return d.err("cuLaunchKernel", c)
+	}
+	return nil
+}
+
+// launchConfig mirrors CUlaunchConfig (cuda.h): seven unsigned ints, then
+// the stream, the attribute array and its length at 8-byte alignment.
+type launchConfig struct {
+	gridX, gridY, gridZ    uint32
+	blockX, blockY, blockZ uint32
+	smem                   uint32
+	_                      uint32
+	stream                 Stream
+	attrs                  uintptr // *launchAttr
+	numAttrs               uint32
+	_                      uint32
+}
+
+// launchAttr mirrors CUlaunchAttribute: the id, padding to 8 bytes and the
+// 64-byte value union.
+type launchAttr struct {
+	id  uint32
+	_   uint32
+	val [64]byte
+}
+
+// launchAttrProgrammaticStreamSerialization is
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+const launchAttrProgrammaticStreamSerialization = 6
+
+// HasLaunchEx reports whether cuLaunchKernelEx (and so programmatic
+// dependent launch) is available.
+func (d *Driver) HasLaunchEx() bool { return d.cuLaunchKernelEx != 0 }
+
+// LaunchPDL is Launch with programmatic stream serialization allowed
+// (Hopper's programmatic dependent launch): the kernel may start while the
+// previous kernel in the stream still runs, and must itself wait
+// (griddepcontrol.wait) before using that kernel's results. It works inside
+// stream capture on CUDA 12.3+ drivers. Without cuLaunchKernelEx it is
+// Launch.
+func (d *Driver) LaunchPDL(f Function, gx, gy, gz, bx, by, bz, smem uint32, s Stream, params unsafe.Pointer) error {
+	if d.cuLaunchKernelEx == 0 {
+		return d.Launch(f, gx, gy, gz, bx, by, bz, smem, s, params)
+	}
+	attr := &launchAttr{id: launchAttrProgrammaticStreamSerialization}
+	attr.val[0] = 1 // programmaticStreamSerializationAllowed (int)
+	cfg := &launchConfig{gridX: gx, gridY: gy, gridZ: gz, blockX: bx, blockY: by, blockZ: bz, smem: smem, stream: s,
+		attrs: uintptr(unsafe.Pointer(attr)), numAttrs: 1}
+	r := d.ex.call(d.cuLaunchKernelEx, uintptr(unsafe.Pointer(cfg)), uintptr(f), uintptr(params), 0)
+	runtime.KeepAlive(attr) // referenced from cfg only as an integer
+	if c := status(r); c != 0 {
+		return d.err("cuLaunchKernelEx", c)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"unsafe"
 )
 
 // TestNVRTCCompile compiles a kernel to a cubin for sm_90 (and PTX) where
@@ -49,6 +50,19 @@ func TestDriverUnavailable(t *testing.T) {
 	}
 	if !errors.Is(err, ErrNotAvailable) {
 		t.Fatalf("want ErrNotAvailable, got %v", err)
+	}
+}
+
+// TestLaunchConfigLayout pins the Go mirrors of CUlaunchConfig and
+// CUlaunchAttribute to cuda.h's layout (x86-64 and arm64).
+func TestLaunchConfigLayout(t *testing.T) {
+	var c launchConfig
+	if s, st, at, n := unsafe.Sizeof(c), unsafe.Offsetof(c.stream), unsafe.Offsetof(c.attrs), unsafe.Offsetof(c.numAttrs); s != 56 || st != 32 || at != 40 || n != 48 {
+		t.Errorf("launchConfig: size %d, stream at %d, attrs at %d, numAttrs at %d; want 56, 32, 40, 48", s, st, at, n)
+	}
+	var a launchAttr
+	if s, v := unsafe.Sizeof(a), unsafe.Offsetof(a.val); s != 72 || v != 8 {
+		t.Errorf("launchAttr: size %d, value at %d; want 72, 8", s, v)
 	}
 }
 

@@ -1,0 +1,193 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/infernix/infernix/engine/backend"
+)
+
+// fuseMode is one setting of the fusion switches (fuse.go) and of
+// programmatic dependent launch.
+type fuseMode struct {
+	name  string
+	fuse  bool
+	fz    fuseParts
+	pdl   bool
+	fused bool // every fusion on: launch counts are checked
+}
+
+func fuseModes(b *Backend) []fuseMode {
+	all := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true}
+	return []fuseMode{
+		{name: "fused", fuse: true, fz: all, pdl: b.pdl, fused: true},
+		{name: "fused-nopdl", fuse: true, fz: all, fused: true},
+		{name: "oldgemv", fuse: true, fz: fuseParts{attn: true}, pdl: b.pdl},
+		{name: "unfused", fuse: false, fz: all},
+	}
+}
+
+// setFuse switches fusion and PDL (captured graphs stay valid: records
+// differ) and returns what restores the previous setting.
+func (b *Backend) setFuse(m fuseMode) func() {
+	b.flush()
+	fuse, fz, pdl := b.fuse, b.fz, b.pdl
+	b.fuse, b.fz, b.pdl = m.fuse, m.fz, m.pdl && b.pdl
+	return func() {
+		b.flush()
+		b.fuse, b.fz, b.pdl = fuse, fz, pdl
+	}
+}
+
+// TestFusedLayer runs the operator sequence of a decoder layer's products
+// (input norm → q, k, v; o-projection + residual; post norm → gate, up →
+// SwiGLU; down + residual; next input norm → q) on both backends, in every
+// fusion mode, and compares every tensor, the intermediate ones (h, the
+// gate and up products) included. With every fusion on, the sequence must
+// take 5 launches (14 unfused).
+func TestFusedLayer(t *testing.T) {
+	b := gpu(t)
+	r := newRand(t)
+	for _, m := range fuseModes(b) {
+		for _, T := range []int{1, 2, 3, 8} {
+			for _, H := range []int{512, 2056} {
+				t.Run(fmt.Sprintf("%s/T%d_H%d", m.name, T, H), func(t *testing.T) {
+					defer b.setFuse(m)()
+					fusedLayerCase(t, b, r, T, H, m.fused)
+				})
+			}
+		}
+	}
+}
+
+func fusedLayerCase(t *testing.T, b *Backend, r *rand.Rand, T, H int, fused bool) {
+	inter, qO, kO, vO := H+136, H, 40, 130
+	x := act(t, b, r, T, H, 1)
+	attn := act(t, b, r, T, qO, 1)
+	n1, n2 := weight(t, b, r, backend.BF16, 1, H, 1.5, H), weight(t, b, r, backend.BF16, 1, H, 1.5, H)
+	wq, wk, wv := weight(t, b, r, backend.BF16, qO, H, 0.05), weight(t, b, r, backend.BF16, kO, H, 0.05), weight(t, b, r, backend.BF16, vO, H, 0.05)
+	wo := weight(t, b, r, backend.BF16, H, qO, 0.05)
+	wg, wu := weight(t, b, r, backend.BF16, inter, H, 0.05), weight(t, b, r, backend.BF16, inter, H, 0.05)
+	wd := weight(t, b, r, backend.BF16, H, inter, 0.05)
+	defer func() {
+		for _, w := range []pair{wq, wk, wv, wo, wg, wu, wd} {
+			b.Free(w.g)
+		}
+	}()
+	h, q, k, v := out(t, b, T, H), out(t, b, T, qO), out(t, b, T, kO), out(t, b, T, vO)
+	g, u, mlp := out(t, b, T, inter), out(t, b, T, inter), out(t, b, T, H)
+	run := func(be backend.Backend, pick func(pair) backend.Tensor) {
+		P := pick
+		be.RMSNorm(P(h), P(x), P(n1), 1e-6)
+		be.MatMul(P(q), P(h), P(wq))
+		be.MatMul(P(k), P(h), P(wk))
+		be.MatMul(P(v), P(h), P(wv))
+		be.MatMul(P(h), P(attn), P(wo))
+		be.Add(P(x), P(x), P(h))
+		be.RMSNorm(P(h), P(x), P(n2), 1e-5)
+		be.MatMul(P(g), P(h), P(wg))
+		be.MatMul(P(u), P(h), P(wu))
+		be.SwiGLU(P(g), P(g), P(u))
+		be.MatMul(P(mlp), P(g), P(wd))
+		be.Add(P(x), P(x), P(mlp))
+		be.RMSNorm(P(h), P(x), P(n1), 1e-6)
+		be.MatMul(P(q), P(h), P(wq))
+	}
+	l0 := b.launches
+	run(b, func(p pair) backend.Tensor { return p.g })
+	b.flush()
+	if n := b.launches - l0; fused && n != 5 {
+		t.Errorf("%d launches, want 5 with every fusion on", n)
+	}
+	run(cpuBe, func(p pair) backend.Tensor { return p.c })
+	for _, c := range []struct {
+		name string
+		p    pair
+	}{{"q", q}, {"k", k}, {"v", v}, {"h", h}, {"x", x}, {"swiglu", g}, {"up", u}, {"mlp", mlp}} {
+		compare(t, c.name, read(t, b, c.p.g), cpuF32(c.p), 2e-5)
+	}
+}
+
+// TestFusedAttention runs QK-norm, RoPE and attention as a Qwen3 layer
+// calls them (and without the norms, as models without QK-norm do) over a
+// prefill, a second sequence and decode steps of both, in every fusion
+// mode, against the CPU: attention outputs, and q and k after their norms
+// and rotations. Fused, the decode steps take 2 launches (prep kernel +
+// attention).
+func TestFusedAttention(t *testing.T) {
+	b := gpu(t)
+	r := newRand(t)
+	for _, m := range fuseModes(b) {
+		for _, c := range []struct{ kvh, G, hd, half int }{{2, 4, 128, 64}, {1, 8, 64, 32}, {2, 2, 40, 16}, {4, 1, 256, 128}, {1, 3, 128, 64}} {
+			for _, norm := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/kvh%d_g%d_hd%d_norm%v", m.name, c.kvh, c.G, c.hd, norm), func(t *testing.T) {
+					defer b.setFuse(m)()
+					fusedAttentionCase(t, b, r, c.kvh, c.G, c.hd, c.half, norm, m.fused)
+				})
+			}
+		}
+	}
+}
+
+func fusedAttentionCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, half int, norm, fused bool) {
+	heads := kvh * G
+	spec := backend.KVSpec{Layers: 1, Blocks: 12, KVHeads: kvh, HeadDim: hd}
+	gc, err := b.NewKVCache(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, _ := cpuBe.NewKVCache(spec)
+	const maxPos = 700
+	rope := &backend.Rope{Half: half, MaxPos: maxPos, Cos: make([]float32, maxPos*half), Sin: make([]float32, maxPos*half)}
+	for p := 0; p < maxPos; p++ {
+		for i := 0; i < half; i++ {
+			a := float64(p) * math.Pow(10000, -float64(2*i)/float64(2*half))
+			rope.Cos[p*half+i], rope.Sin[p*half+i] = float32(math.Cos(a)), float32(math.Sin(a))
+		}
+	}
+	qn, kn := weight(t, b, r, backend.BF16, 1, hd, 1.5, hd), weight(t, b, r, backend.BF16, 1, hd, 1.5, hd)
+	perm := r.Perm(spec.Blocks)
+	tables := [][]int32{{int32(perm[3]), int32(perm[0]), int32(perm[7]), int32(perm[1]), int32(perm[9]), int32(perm[4]), int32(perm[11]), int32(perm[5]), int32(perm[6]), int32(perm[10]), int32(perm[8])}, {int32(perm[2])}}
+	type tok struct{ seq, pos int }
+	steps := [][]tok{}
+	var pre []tok
+	for p := 0; p < 600; p++ {
+		pre = append(pre, tok{0, p})
+	}
+	steps = append(steps, pre, []tok{{1, 0}, {1, 1}, {1, 2}}, []tok{{0, 600}, {1, 3}}, []tok{{0, 601}, {1, 4}}, []tok{{0, 602}}, []tok{{0, 603}})
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	for si, toks := range steps {
+		T := len(toks)
+		ab := &backend.AttnBatch{Blocks: tables}
+		for _, x := range toks {
+			ab.Seq = append(ab.Seq, int32(x.seq))
+			ab.Pos = append(ab.Pos, int32(x.pos))
+		}
+		q := act(t, b, r, T, heads*hd, 2)
+		k := act(t, b, r, T, kvh*hd, 2)
+		v := act(t, b, r, T, kvh*hd, 1)
+		o := out(t, b, T, heads*hd)
+		run := func(be backend.Backend, P func(pair) backend.Tensor, cache backend.KVCache) {
+			if norm {
+				qh, kh := be.Reshape(P(q), T*heads, hd), be.Reshape(P(k), T*kvh, hd)
+				be.RMSNorm(qh, qh, P(qn), 1e-6)
+				be.RMSNorm(kh, kh, P(kn), 1e-5)
+			}
+			be.RoPE(P(q), heads, ab.Pos, rope)
+			be.RoPE(P(k), kvh, ab.Pos, rope)
+			be.Attention(P(o), P(q), P(k), P(v), cache, 0, ab, scale)
+		}
+		l0 := b.launches
+		run(b, func(p pair) backend.Tensor { return p.g }, gc)
+		b.flush()
+		if n := b.launches - l0; fused && si >= len(steps)-2 && n != 2 {
+			t.Errorf("step %d: %d launches, want 2 (prep + attention)", si, n)
+		}
+		run(cpuBe, func(p pair) backend.Tensor { return p.c }, cc)
+		compare(t, fmt.Sprintf("step %d q", si), read(t, b, q.g), cpuF32(q), 1e-5)
+		compare(t, fmt.Sprintf("step %d k", si), read(t, b, k.g), cpuF32(k), 1e-5)
+		compare(t, fmt.Sprintf("step %d attention", si), read(t, b, o.g), cpuF32(o), 1e-2)
+	}
+}
