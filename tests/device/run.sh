@@ -66,6 +66,10 @@ group driver 60 "$root/bin/cuda/driver.test" -test.v
 group ops 240 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestFused|TestHostCopies'
 group attention 300 "$T" -test.v -test.run 'TestAttention|TestDecodeSplits'
 group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestGraphsMatchEager|TestFixtures'
+# fixvar: the fixtures again with one part switched back at a time (bisects a
+# precision change): unfused operators, the old decode attention kernels.
+group fixvar 60 env INFERNIX_CUDA_FUSE=0 "$T" -test.v -test.run 'TestFixtures'
+group fixvar2 60 env INFERNIX_CUDA_DECODE_ATTN=old "$T" -test.v -test.run 'TestFixtures'
 group bench 170 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 165s
 if case " $groups " in *" hf "*) ;; *) false ;; esac; then
   echo "== hf reference generation" | tee -a "$log"
@@ -98,7 +102,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"\nbench {r.get('model')} on {r.get('device')}")
 for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 180), ("prefill_4096_tok_s", 30000), ("decode_16lanes_ctx512_tok_s", 2000), ("decode_1lane_ctx512_eager_tok_s", None),
-             ("decode_1lane_ctx512_nopdl_tok_s", None), ("decode_1lane_ctx512_unfused_tok_s", None), ("decode_1lane_ctx32k_oldattn_tok_s", None)]:
+             ("decode_1lane_ctx512_nopdl_tok_s", None), ("decode_1lane_ctx512_pdl_tok_s", None), ("decode_1lane_ctx512_unfused_tok_s", None), ("decode_1lane_ctx32k_oldattn_tok_s", None)]:
     v = r.get(k)
     if v is None:
         print(f"| {k:34s} |        – |")

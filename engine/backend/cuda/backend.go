@@ -73,6 +73,7 @@ type Backend struct {
 	fuse        bool      // operator fusion (fuse.go)
 	fz          fuseParts // which fusions, when fuse is on
 	pdl         bool      // programmatic dependent launch for kernels that allow it
+	pdlOK       bool      // the device and driver could do PDL
 	pdlRefused  bool      // the driver refused a PDL launch: plain launches only
 	attnOld     bool      // decode attention through attn_split + attn_combine
 	attnBlocks  int       // blocks one decode-attention launch aims at (0: 2 per SM)
@@ -180,8 +181,12 @@ func New(opt Options) (*Backend, error) {
 	b.attnMode = os.Getenv("INFERNIX_CUDA_ATTN")
 	b.fuse, b.fz = fuseConfig()
 	// Programmatic dependent launch needs Hopper's griddepcontrol and
-	// cuLaunchKernelEx (CUDA 11.8+; inside graphs 12.3+).
-	b.pdl = b.sm >= 90 && b.drv.HasLaunchEx() && b.drv.Version() >= 12030 && os.Getenv("INFERNIX_CUDA_PDL") != "0"
+	// cuLaunchKernelEx (CUDA 11.8+; inside graphs 12.3+). It is off unless
+	// INFERNIX_CUDA_PDL=1: measured on the H200 (run 6, Qwen3-8B decode at
+	// 512) it cost 10% (176 vs 195 tok/s), the waiting blocks of the next
+	// grid taking the SM slots of the current one's last wave.
+	b.pdlOK = b.sm >= 90 && b.drv.HasLaunchEx() && b.drv.Version() >= 12030
+	b.pdl = b.pdlOK && os.Getenv("INFERNIX_CUDA_PDL") == "1"
 	b.attnOld = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "old"
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
 	b.g.init(b, opt)

@@ -267,9 +267,13 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	// Ablations, one switch off each (graphs as above, caches holding
 	// random values): what PDL, operator fusion and the one-launch decode
 	// attention are each worth.
-	if pdl := b.pdl; pdl {
-		b.pdl = false
-		decode("decode_1lane_ctx512_nopdl", [][]int32{seqBlocks(100, 10)}, 600, 32)
+	if pdl := b.pdl; b.pdlOK {
+		b.pdl = !pdl
+		name := "decode_1lane_ctx512_pdl"
+		if pdl {
+			name = "decode_1lane_ctx512_nopdl"
+		}
+		decode(name, [][]int32{seqBlocks(100, 10)}, 600, 32)
 		b.pdl = pdl
 	}
 	b.flush()

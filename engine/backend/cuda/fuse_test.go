@@ -22,7 +22,7 @@ type fuseMode struct {
 func fuseModes(b *Backend) []fuseMode {
 	all := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true}
 	return []fuseMode{
-		{name: "fused", fuse: true, fz: all, pdl: b.pdl, fused: true},
+		{name: "fused-pdl", fuse: true, fz: all, pdl: b.pdlOK, fused: true},
 		{name: "fused-nopdl", fuse: true, fz: all, fused: true},
 		{name: "oldgemv", fuse: true, fz: fuseParts{attn: true}, pdl: b.pdl},
 		{name: "unfused", fuse: false, fz: all},

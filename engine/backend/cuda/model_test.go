@@ -247,7 +247,7 @@ func TestModelRandom(t *testing.T) {
 func TestModelFuseModes(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
-	modes := fuseModes(b)[1:]
+	modes := fuseModes(b)
 	modes = append(modes, fuseMode{name: "oldattn", fuse: b.fuse, fz: b.fz, pdl: b.pdl})
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {

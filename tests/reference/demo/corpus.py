@@ -151,6 +151,25 @@ NAMES = NameModel(T.NAME_SOURCE + T.TRAIN_CITIES + [c for pair in T.CAPITALS for
 HELD_OUT_RE = re.compile(r"\b(" + "|".join(re.escape(c) for c in T.HELD_OUT_CITIES) + r")\b", re.IGNORECASE)
 
 
+WORDS = NameModel(T.WORD_SOURCE + T.CONTENT_WORDS + T.FILE_STEMS)
+HELD_OUT_WORD_RE = re.compile(r"(" + "|".join(re.escape(w) for w in T.HELD_OUT_CONTENT_WORDS + T.HELD_OUT_FILE_STEMS) + r")")
+
+
+def invented_word(r):
+    """A new lowercase word from the word model, random letters or the place-name model; never one
+    containing a held-out word or file stem."""
+    while True:
+        x = r.random()
+        if x < 0.6:
+            w = WORDS.sample(r)
+        elif x < 0.8:
+            w = "".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(r.randint(3, 9)))
+        else:
+            w = NAMES.sample(r)
+        if not HELD_OUT_WORD_RE.search(w):
+            return w
+
+
 class Gen:
     """Draws tasks from the training pools (split='train') or the held-out pools (split='eval')."""
 
@@ -323,9 +342,17 @@ class Gen:
             "expect": {"tool": "calculator", "args": {"expression": e}, "value": v},
         }
 
+    def word(self):
+        # Training contents and file names are half invented words, so that
+        # the model copies what it is given (held-out words are then just
+        # more unseen words), not what it remembers.
+        if self.split == "train" and self.r.random() < 0.5:
+            return invented_word(self.r)
+        return self.r.choice(self.words)
+
     def file_content(self):
         n = self.r.randint(2, 6)
-        words = [self.r.choice(self.words) for _ in range(n)]
+        words = [self.word() for _ in range(n)]
         if self.split == "eval" and not any(w in T.HELD_OUT_CONTENT_WORDS for w in words):
             words[self.r.randrange(n)] = self.r.choice(T.HELD_OUT_CONTENT_WORDS)
         s = " ".join(words)
@@ -337,6 +364,10 @@ class Gen:
 
     def file_path(self):
         stem = self.r.choice(self.stems)
+        if self.split == "train" and self.r.random() < 0.6:
+            stem = invented_word(self.r)
+            if self.r.random() < 0.2:
+                stem += "_" + invented_word(self.r)
         if self.r.random() < 0.3:
             stem += f"_{self.r.randint(1, 30)}"
         return self.r.choice(T.FILE_DIRS) + stem + self.r.choice(T.FILE_EXTS)

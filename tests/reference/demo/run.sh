@@ -29,12 +29,15 @@ tail -n 12 "$out/prepare_log.txt"
 
 echo "== demo: training both models concurrently ($(( $(date +%s) - start ))s elapsed; GPUs: $(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 0))"
 # With two or more GPUs each model trains on its own (CUDA_VISIBLE_DEVICES 0 and
-# 1); DEMO_WAIT_GPU0=FILE holds the first model back until FILE exists (another
-# job is still using GPU 0); its budget then shrinks to fit the deadline.
+# 1); DEMO_WAIT_GPU0=FILE holds the model on GPU 0 back until FILE exists
+# (another job is still using GPU 0; its budget then shrinks to fit the
+# deadline), and the quick start's model `demo` takes GPU 1.
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 pids=()
+variants=(demo demo-xml)
+[ -n "${DEMO_WAIT_GPU0:-}" ] && [ "${ngpu:-0}" -ge 2 ] && variants=(demo-xml demo)
 i=0
-for v in demo demo-xml; do
+for v in "${variants[@]}"; do
   gpu=""
   [ "${ngpu:-0}" -ge 2 ] && gpu=$i
   (
@@ -50,7 +53,7 @@ for v in demo demo-xml; do
 done
 status=0
 for i in 0 1; do
-  v=$([ $i = 0 ] && echo demo || echo demo-xml)
+  v=${variants[$i]}
   if ! wait "${pids[$i]}"; then
     status=1
     cp "$work/$v.stdout" "$out/$v.stdout.txt"

@@ -136,6 +136,28 @@ CONTENT_WORDS = [
     "birthday", "party", "on", "friday", "gym", "class", "lunch", "with", "sam",
     "fix", "bike", "read", "chapter", "three", "todo", "garden", "paint", "fence",
 ]
+# Common English words: only the source of the character model that invents
+# training words for file names and contents (corpus.py), so that the model
+# copies any word it is given; never a held-out word or stem.
+WORD_SOURCE = [
+    "about", "after", "again", "air", "also", "animal", "answer", "apple", "area", "around", "away", "baby",
+    "back", "ball", "bank", "basket", "beach", "bear", "bed", "before", "begin", "bell", "better", "bird",
+    "black", "board", "boat", "body", "bottle", "box", "brother", "brown", "build", "bus", "butter", "cake",
+    "camera", "candle", "car", "card", "care", "carry", "castle", "cat", "chair", "change", "cheese", "child",
+    "city", "clock", "cloud", "coat", "cold", "color", "corner", "cotton", "country", "cousin", "cream", "cup",
+    "dance", "dark", "daughter", "desk", "dinner", "door", "dream", "dress", "drink", "drive", "earth", "east",
+    "engine", "evening", "face", "family", "farm", "father", "field", "film", "finger", "fire", "fish", "floor",
+    "flower", "forest", "fork", "friend", "fruit", "game", "gate", "glass", "gold", "grass", "green", "ground",
+    "group", "hair", "hand", "hat", "heart", "hill", "horse", "hospital", "hotel", "house", "island", "jacket",
+    "jam", "key", "king", "knife", "lake", "lamp", "letterbox", "light", "lemon", "market", "match", "metal",
+    "minute", "money", "month", "morning", "mother", "mountain", "music", "nature", "needle", "north", "number",
+    "ocean", "office", "paper", "parent", "pencil", "pepper", "photo", "picture", "pillow", "planet", "pocket",
+    "potato", "queen", "rabbit", "rain", "river", "road", "rock", "room", "salt", "school", "sea", "season",
+    "shirt", "shoe", "silver", "sister", "sky", "snow", "soap", "song", "soup", "south", "spoon", "spring",
+    "star", "station", "stone", "street", "sugar", "summer", "table", "teacher", "tiger", "time", "tomato",
+    "tooth", "town", "tree", "truck", "uncle", "valley", "village", "voice", "wall", "watch", "west", "wind",
+    "window", "winter", "wood", "yellow", "zebra", "zero", "velvet", "quartz", "jungle", "oxygen", "whisper",
+]
 HELD_OUT_CONTENT_WORDS = [
     "orange", "juice", "dentist", "tuesday", "concert", "tickets", "laundry", "yoga",
     "guitar", "lesson", "pizza", "night", "library", "return", "package", "blue",
