@@ -9,7 +9,9 @@ import (
 )
 
 // Persister is the data directory as the engine sees it: it opens the
-// persistent tier of the prefix cache for one model fingerprint. store/
+// persistent tier of the prefix cache for one model fingerprint. When to
+// save is the scheduler's (sched.Config.SaveInterval); the tier writes in the
+// background and Close writes what it still holds. store/
 // implements it and cmd wires it in, so the engine never depends on the
 // storage engine. The engine owns it after Load and closes it in Close.
 type Persister interface {
@@ -17,14 +19,10 @@ type Persister interface {
 	Close() error
 }
 
-// SnapshotPersister is an optional capability of a Persister: it keeps
-// hybrid models' recurrent-state snapshots (for prefix reuse) across
-// restarts.
-type SnapshotPersister interface {
-	OpenSnapshots(fingerprint []byte) sched.SnapshotDisk
-}
-
-// PrefixTier is one model's persistent prefix-cache tier.
+// PrefixTier is one model's persistent prefix-cache tier. For hybrid models
+// it must also keep their recurrent-state snapshots (sched.SnapshotDisk, as
+// store.PrefixStore does): KV blocks without the state at their end cannot
+// be resumed from.
 type PrefixTier interface {
 	prefix.Disk
 	Close()
@@ -43,15 +41,6 @@ func (e *Engine) openStore(opt Options, sc *sched.Config) error {
 	if opt.Persist == nil || sc.NoPrefixReuse {
 		return nil
 	}
-	if !prefix.Reusable(e.Model) {
-		// Hybrid models resume from KV blocks plus a state snapshot: both
-		// must persist, or neither helps after a restart.
-		sp, ok := opt.Persist.(SnapshotPersister)
-		if !ok {
-			return nil
-		}
-		sc.SnapshotDisk = sp.OpenSnapshots(sc.PrefixSeed)
-	}
 	owner, ok := e.Model.(backend.KVCacheOwner)
 	if !ok {
 		return nil
@@ -63,6 +52,16 @@ func (e *Engine) openStore(opt Options, sc *sched.Config) error {
 	tier, err := opt.Persist.OpenPrefix(sc.PrefixSeed, kc.BlockBytes())
 	if err != nil {
 		return fmt.Errorf("prefix cache: %w", err)
+	}
+	if !prefix.Reusable(e.Model) {
+		// Hybrid models resume from KV blocks plus a state snapshot: both
+		// must persist, or neither helps after a restart.
+		snaps, ok := tier.(sched.SnapshotDisk)
+		if !ok {
+			tier.Close()
+			return nil
+		}
+		sc.SnapshotDisk = snaps
 	}
 	e.PrefixTier = tier
 	sc.PrefixDisk = tier

@@ -6,13 +6,27 @@ import (
 	"sort"
 
 	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/infernix/infernix/engine/prefix"
 )
 
 // PrefixSet is the stored prefix cache of one model fingerprint and layout.
 type PrefixSet struct {
-	ID     string `json:"id"` // the fingerprint digest in the keys
-	Blocks int    `json:"blocks"`
-	Bytes  int64  `json:"bytes"`
+	ID        string `json:"id"` // the fingerprint digest in the keys
+	Blocks    int    `json:"blocks"`
+	Snapshots int    `json:"snapshots"`
+	Bytes     int64  `json:"bytes"` // blocks and snapshots
+}
+
+// prefixEntry tells what a key under pfx/<id>/ holds (see PrefixStore).
+func prefixEntry(rest []byte) (kind, bool) {
+	switch len(rest) {
+	case len(prefix.Key{}):
+		return kindBlock, true
+	case 1 + len(prefix.Key{}):
+		return kindSnapshot, rest[0] == byte(kindSnapshot)
+	}
+	return 0, false // a score, or not ours
 }
 
 // PrefixSets lists the stored prefix caches (infernix cache ls).
@@ -31,12 +45,20 @@ func (s *Store) PrefixSets() ([]PrefixSet, error) {
 				continue
 			}
 			id := string(k[:i])
+			kd, ok := prefixEntry(k[i+1:])
+			if !ok {
+				continue
+			}
 			ps := sets[id]
 			if ps == nil {
 				ps = &PrefixSet{ID: id}
 				sets[id] = ps
 			}
-			ps.Blocks++
+			if kd == kindBlock {
+				ps.Blocks++
+			} else {
+				ps.Snapshots++
+			}
 			ps.Bytes += it.Item().ValueSize()
 		}
 		return nil
@@ -53,7 +75,7 @@ func (s *Store) PrefixSets() ([]PrefixSet, error) {
 }
 
 // PrunePrefix deletes the prefix set id ("" = every set) and returns the
-// number of blocks deleted. The server must not be running on this store
+// number of blocks and snapshots deleted. The server must not be running on this store
 // (the directory lock guarantees it for another process).
 func (s *Store) PrunePrefix(id string) (int, error) {
 	p := []byte("pfx/")
@@ -61,6 +83,7 @@ func (s *Store) PrunePrefix(id string) (int, error) {
 		p = fmt.Appendf(nil, "pfx/%s/", id)
 	}
 	var keys [][]byte
+	entries := 0
 	err := s.db.View(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.PrefetchValues = false
@@ -68,7 +91,13 @@ func (s *Store) PrunePrefix(id string) (int, error) {
 		it := txn.NewIterator(o)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			keys = append(keys, it.Item().KeyCopy(nil))
+			k := it.Item().KeyCopy(nil)
+			keys = append(keys, k)
+			if i := bytes.IndexByte(k[len("pfx/"):], '/'); i >= 0 {
+				if _, ok := prefixEntry(k[len("pfx/")+i+1:]); ok {
+					entries++
+				}
+			}
 		}
 		return nil
 	})
@@ -85,7 +114,7 @@ func (s *Store) PrunePrefix(id string) (int, error) {
 	if err := wb.Flush(); err != nil {
 		return 0, err
 	}
-	return len(keys), nil
+	return entries, nil
 }
 
 // Size is the database's size on disk: LSM tree and value log bytes.

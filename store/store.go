@@ -29,6 +29,12 @@ var ErrInUse = errors.New("the data directory is in use by another infernix proc
 // errCorrupt marks an entry whose checksum or framing is wrong.
 var errCorrupt = errors.New("store: corrupt entry")
 
+// valueThreshold: values this large or larger (prefix blocks and snapshots)
+// go to Badger's value log instead of the LSM tree, so that compactions do
+// not rewrite them and opening the index reads only keys. Scores, usage rows
+// and most responses stay in the tree.
+const valueThreshold = 16 << 10
+
 // gcInterval is how often Badger's value log is garbage-collected.
 const gcInterval = 10 * time.Minute
 
@@ -64,7 +70,7 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	opt := badger.DefaultOptions(dir).WithLogger(nil).WithNumVersionsToKeep(1)
+	opt := badger.DefaultOptions(dir).WithLogger(nil).WithNumVersionsToKeep(1).WithValueThreshold(valueThreshold)
 	db, err := badger.Open(opt)
 	if err != nil {
 		if strings.Contains(err.Error(), "directory lock") {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/infernix/infernix/engine"
 	"github.com/infernix/infernix/engine/sample"
@@ -55,7 +56,9 @@ func TestUsageAdapter(t *testing.T) {
 
 // TestHybridSnapshotsAcrossRestarts: a hybrid model's prefix reuse survives a
 // restart through the data directory: the attention layers' KV blocks and the
-// linear layers' state snapshot both come back, with identical output.
+// linear layers' state snapshot both come back, with identical output. With
+// the default --prefix-cache-save-mins nothing is written while serving;
+// closing the engine (graceful shutdown) saves blocks and snapshots.
 func TestHybridSnapshotsAcrossRestarts(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(testdata, "models", "qwen35-tiny")
@@ -67,7 +70,7 @@ func TestHybridSnapshotsAcrossRestarts(t *testing.T) {
 	var cached []int
 	for restart := 0; restart < 2; restart++ {
 		var pf prefixFlags
-		pf.snapInt, pf.dataDir, pf.diskMiB = 16, dir, 64
+		pf.snapInt, pf.dataDir, pf.diskMiB, pf.saveMins = 16, dir, 64, 5
 		opt := engine.Options{Device: "cpu", ContextLength: 256}
 		if err := pf.apply(&opt); err != nil {
 			t.Fatal(err)
@@ -95,8 +98,15 @@ func TestHybridSnapshotsAcrossRestarts(t *testing.T) {
 			}
 			outs = append(outs, toks)
 		}
+		ps := e.PrefixTier.(*store.PrefixStore)
+		if st := ps.Stats(); st.Saved != 0 || st.SnapshotsSaved != 0 {
+			t.Fatalf("restart %d: written before the save interval: %+v", restart, st)
+		}
 		if err := e.Close(); err != nil {
 			t.Fatal(err)
+		}
+		if st := ps.Stats(); restart == 0 && (st.Blocks != 2 || st.Snapshots != 1) {
+			t.Fatalf("after close: %+v, want 2 blocks and the snapshot at 128", st)
 		}
 	}
 	for i := range outs {
@@ -145,5 +155,34 @@ func TestServeDefaultDataDir(t *testing.T) {
 	}
 	if off, err := apply("--data-dir", ""); err != nil || off.Persist != nil {
 		t.Fatalf(`--data-dir "": %v %v`, err, off.Persist)
+	}
+}
+
+// TestPrefixSaveFlags: --prefix-cache-save-mins becomes the scheduler's save
+// interval (0 = as soon as made); negative values are refused.
+func TestPrefixSaveFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want time.Duration
+		err  bool
+	}{
+		{nil, 5 * time.Minute, false},
+		{[]string{"--prefix-cache-save-mins", "0"}, 0, false},
+		{[]string{"--prefix-cache-save-mins", "30"}, 30 * time.Minute, false},
+		{[]string{"--prefix-cache-save-mins", "-1"}, 0, true},
+		{[]string{"--prefix-cache-disk-mib", "-5"}, 0, true},
+	}
+	for _, c := range cases {
+		var pf prefixFlags
+		fs := newFlags("run")
+		pf.register(fs)
+		if err := fs.Parse(append([]string{"--data-dir", ""}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		var o engine.Options
+		err := pf.apply(&o)
+		if (err != nil) != c.err || err == nil && o.Sched.SaveInterval != c.want {
+			t.Errorf("%v: interval %v, error %v", c.args, o.Sched.SaveInterval, err)
+		}
 	}
 }

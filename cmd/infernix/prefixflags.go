@@ -8,11 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"encoding/hex"
-
 	"github.com/infernix/infernix/engine"
-	"github.com/infernix/infernix/engine/prefix"
-	"github.com/infernix/infernix/engine/sched"
 	"github.com/infernix/infernix/server"
 	"github.com/infernix/infernix/store"
 	"github.com/infernix/infernix/store/responses"
@@ -39,8 +35,8 @@ func (f *prefixFlags) register(fs *flag.FlagSet) {
 		f.dataDir, f.dataDirSet = v, true
 		return nil
 	})
-	fs.IntVar(&f.saveMins, "prefix-cache-save-mins", 5, "minutes between background saves of the prefix cache")
-	fs.IntVar(&f.diskMiB, "prefix-cache-disk-mib", 4096, "largest on-disk prefix cache")
+	fs.IntVar(&f.saveMins, "prefix-cache-save-mins", 5, "minutes between background saves of new prefix-cache blocks and snapshots to --data-dir (0 = as soon as made; evicted ones and everything at shutdown are saved regardless)")
+	fs.IntVar(&f.diskMiB, "prefix-cache-disk-mib", 4096, "largest on-disk prefix cache in MiB (blocks and snapshots; the lowest-scored by recency and reuse go first; 0 = no cap)")
 	fs.IntVar(&f.snapInt, "snapshot-interval", 16, "hybrid models: blocks of 64 tokens between recurrent-state snapshots kept for prefix reuse")
 }
 
@@ -52,6 +48,13 @@ func (f *prefixFlags) apply(o *engine.Options) error {
 		return fmt.Errorf("--snapshot-interval must be a positive number of blocks, got %d", f.snapInt)
 	}
 	o.Sched.SnapshotInterval = f.snapInt
+	if f.saveMins < 0 {
+		return fmt.Errorf("--prefix-cache-save-mins must be 0 (save at once) or a positive number of minutes, got %d", f.saveMins)
+	}
+	o.Sched.SaveInterval = time.Duration(f.saveMins) * time.Minute
+	if f.diskMiB < 0 {
+		return fmt.Errorf("--prefix-cache-disk-mib must not be negative, got %d", f.diskMiB)
+	}
 	dir := f.dataDir
 	implicit := !f.dataDirSet && f.serveDefault
 	if implicit {
@@ -90,35 +93,6 @@ func (d *dataDir) OpenPrefix(fingerprint []byte, blockBytes int) (engine.PrefixT
 	return ps, nil
 }
 
-// OpenSnapshots keeps hybrid models' state snapshots in the store, under the
-// model fingerprint, for a week after their last write.
-func (d *dataDir) OpenSnapshots(fingerprint []byte) sched.SnapshotDisk {
-	return &snapshotDisk{st: d.st, prefix: append([]byte("snap/"+hex.EncodeToString(fingerprint)+"/"), nil...)}
-}
-
-type snapshotDisk struct {
-	st     *store.Store
-	prefix []byte
-}
-
-func (s *snapshotDisk) key(k prefix.Key) []byte {
-	return append(append([]byte(nil), s.prefix...), k[:]...)
-}
-
-// SaveSnapshot writes synchronously: Badger's write goes to its memtable and
-// log, and snapshots are taken only at prompt ends and every few blocks.
-func (s *snapshotDisk) SaveSnapshot(k prefix.Key, blob []byte) {
-	_ = s.st.Put(s.key(k), blob, 7*24*time.Hour) // a lost snapshot only costs recompute
-}
-
-func (s *snapshotDisk) LoadSnapshot(k prefix.Key) []byte {
-	b, err := s.st.Get(s.key(k))
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
 // Close closes the store once (the engine and a failed load may both ask).
 func (d *dataDir) Close() error {
 	d.once.Do(func() { d.err = d.st.Close() })
@@ -132,11 +106,15 @@ func (f *prefixFlags) describe(w io.Writer, e *engine.Engine) {
 	case f.noReuse:
 		mode = "off (--no-prefix-reuse)"
 	case e.PrefixTier != nil:
-		blocks := 0
+		var st store.PrefixStats
 		if ps, ok := e.PrefixTier.(*store.PrefixStore); ok {
-			blocks = ps.Stats().Blocks
+			st = ps.Stats()
 		}
-		mode = fmt.Sprintf("in memory and on disk (%d blocks stored, cap %d MiB)", blocks, f.diskMiB)
+		save := "as soon as made"
+		if f.saveMins > 0 {
+			save = fmt.Sprintf("every %d min and at shutdown", f.saveMins)
+		}
+		mode = fmt.Sprintf("in memory and on disk (%d blocks and %d snapshots stored, cap %d MiB, saved %s)", st.Blocks, st.Snapshots, f.diskMiB, save)
 	}
 	dir := "none (--data-dir DIR keeps the prefix cache across restarts)"
 	if d, ok := e.Persist.(*dataDir); ok {

@@ -80,9 +80,9 @@ func cmdCache(args []string, stdout io.Writer) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "id\tblocks\tMiB")
+		fmt.Fprintln(tw, "id\tblocks\tsnapshots\tMiB")
 		for _, ps := range sets {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\n", ps.ID, ps.Blocks, float64(ps.Bytes)/(1<<20))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\n", ps.ID, ps.Blocks, ps.Snapshots, float64(ps.Bytes)/(1<<20))
 		}
 		return tw.Flush()
 	case "stats":
@@ -90,21 +90,22 @@ func cmdCache(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		blocks, bytes := 0, int64(0)
+		blocks, snaps, bytes := 0, 0, int64(0)
 		for _, ps := range sets {
 			blocks += ps.Blocks
+			snaps += ps.Snapshots
 			bytes += ps.Bytes
 		}
 		lsm, vlog := s.Size()
-		fmt.Fprintf(stdout, "data directory %s\nprefix sets %d, blocks %d, %.1f MiB\ndatabase: LSM %.1f MiB, value log %.1f MiB\n",
-			s.Dir(), len(sets), blocks, float64(bytes)/(1<<20), float64(lsm)/(1<<20), float64(vlog)/(1<<20))
+		fmt.Fprintf(stdout, "data directory %s\nprefix sets %d, blocks %d, snapshots %d, %.1f MiB\ndatabase: LSM %.1f MiB, value log %.1f MiB\n",
+			s.Dir(), len(sets), blocks, snaps, float64(bytes)/(1<<20), float64(lsm)/(1<<20), float64(vlog)/(1<<20))
 		return nil
 	case "prune":
 		n, err := s.PrunePrefix(*id)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "deleted %d prefix blocks\n", n)
+		fmt.Fprintf(stdout, "deleted %d prefix blocks and snapshots\n", n)
 		return nil
 	}
 	return fmt.Errorf("cache %s: expected ls, stats or prune", pos[0])

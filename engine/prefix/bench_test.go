@@ -30,3 +30,27 @@ func BenchmarkIndexMemory(b *testing.B) {
 		runtime.KeepAlive(c)
 	}
 }
+
+// BenchmarkHostPoolMemory reports the host pool's bookkeeping per block
+// beyond the block's own bytes, and the time of a Save.
+func BenchmarkHostPoolMemory(b *testing.B) {
+	const n, size = 20000, 256
+	keys := make([]Key, n)
+	for i := range keys {
+		keys[i] = BlockKey(Seed(), []int32{int32(i)})
+	}
+	data := make([]byte, size)
+	var before, after runtime.MemStats
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		h := NewHostPool(n * size)
+		for _, k := range keys {
+			h.Save(k, data)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n-size, "overhead-B/block")
+		runtime.KeepAlive(h)
+	}
+}

@@ -14,13 +14,16 @@
 // Tiers: blocks evicted from the device pool may go to a HostPool (see
 // Cache.OnEvict), and blocks may persist on a Disk (store.PrefixStore); the
 // scheduler continues a lookup past the device cache through them, copying
-// blocks back with backend.KVBlockCopier. Hybrid models also need recurrent-state snapshots (engine/sched/snapshots.go).
+// blocks back with backend.KVBlockCopier. Hybrid models also need
+// recurrent-state snapshots (engine/sched/snapshots.go). Every tier evicts by
+// the same Score of recency and reuse (score.go), each on its own clock.
 //
 // The cache is safe for concurrent use; the scheduler calls it from its loop,
 // and metrics readers call Stats from anywhere.
 package prefix
 
 import (
+	"slices"
 	"sort"
 	"sync"
 
@@ -31,12 +34,13 @@ import (
 // BlockSize is the number of tokens per cached block (the KV block size).
 const BlockSize = backend.BlockSize
 
-// reuseWeight is how many clock ticks one past reuse is worth in the eviction
-// score: a block reused often outlives a slightly newer one used once.
-const reuseWeight = 16
+// The eviction score (see Score) runs on a clock that ticks once per lookup
+// and once per registered block. Its half-life is half the pool: a block
+// reused k times outlives once-used blocks registered up to (pool/2)·log₂ k
+// blocks after it; with no reuse eviction is least recently used.
+const minHalfLife = 8
 
-// maxReuseCredit caps the reuse credit so that a once-hot block eventually ages out.
-const maxReuseCredit = 32
+func poolHalfLife(blocks int) float64 { return float64(max(blocks/2, minHalfLife)) }
 
 // Stats are the cache's counters.
 type Stats struct {
@@ -53,11 +57,8 @@ type entry struct {
 	block       int32
 	pins        int32 // lanes using the block
 	children    int32 // indexed entries whose parent this is
-	reuses      uint32
-	last        uint64 // clock at last use
+	score       Score
 }
-
-func (e *entry) score() uint64 { return e.last + reuseWeight*uint64(min(e.reuses, maxReuseCredit)) }
 
 // Cache indexes blocks of one allocator.
 type Cache struct {
@@ -65,7 +66,8 @@ type Cache struct {
 	alloc   *kv.Allocator
 	byKey   map[Key]*entry
 	byBlock map[int32]*entry
-	clock   uint64
+	clock   float64
+	half    float64 // the score's half-life in clock ticks
 	idle    int
 	st      Stats
 	cand    []*entry
@@ -83,7 +85,7 @@ func (c *Cache) OnEvict(f func(key Key, block int32)) {
 
 // New returns an empty cache over alloc's blocks.
 func New(alloc *kv.Allocator) *Cache {
-	return &Cache{alloc: alloc, byKey: map[Key]*entry{}, byBlock: map[int32]*entry{}}
+	return &Cache{alloc: alloc, byKey: map[Key]*entry{}, byBlock: map[int32]*entry{}, half: poolHalfLife(alloc.Total())}
 }
 
 // Acquire looks up the longest cached prefix of toks, in whole blocks and at
@@ -107,8 +109,7 @@ func (c *Cache) Acquire(seed Key, toks []int32, maxBlocks int, dst []int32) ([]i
 			c.idle--
 		}
 		e.pins++
-		e.reuses++
-		e.last = c.clock
+		e.score = e.score.Use(c.clock, c.half)
 		dst = append(dst, e.block)
 		key = k
 		n++
@@ -117,6 +118,18 @@ func (c *Cache) Acquire(seed Key, toks []int32, maxBlocks int, dst []int32) ([]i
 		c.alloc.Retain(dst[len(dst)-n:])
 	}
 	return dst, n, key
+}
+
+// Block returns the block indexed under key, if any. It stays indexed (and
+// its content valid) until the next Evict; the scheduler reads blocks to
+// persist them between its own evictions.
+func (c *Cache) Block(key Key) (int32, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.byKey[key]; e != nil {
+		return e.block, true
+	}
+	return 0, false
 }
 
 // Record counts one lookup that reused blocks blocks (from memory or disk).
@@ -144,7 +157,7 @@ func (c *Cache) Register(parent Key, root bool, toks []int32, block int32) (key 
 	defer c.mu.Unlock()
 	c.clock++
 	if e := c.byKey[key]; e != nil {
-		e.last = c.clock
+		e.score = e.score.Use(c.clock, c.half)
 		return key, false
 	}
 	var pe *entry
@@ -156,7 +169,7 @@ func (c *Cache) Register(parent Key, root bool, toks []int32, block int32) (key 
 	if _, dup := c.byBlock[block]; dup {
 		return key, false // cannot happen while callers register only their own fresh blocks
 	}
-	e := &entry{key: key, parent: parent, block: block, pins: 1, last: c.clock}
+	e := &entry{key: key, parent: parent, block: block, pins: 1, score: FirstUse(c.clock, c.half)}
 	if pe != nil {
 		pe.children++
 	} else {
@@ -199,7 +212,15 @@ func (c *Cache) Evict(n int) int {
 			c.cand = append(c.cand, e)
 		}
 	}
-	sort.Slice(c.cand, func(i, j int) bool { return c.cand[i].score() > c.cand[j].score() })
+	slices.SortFunc(c.cand, func(a, b *entry) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0
+	})
 	done := 0
 	for done < n && len(c.cand) > 0 {
 		e := c.cand[len(c.cand)-1]
@@ -208,8 +229,8 @@ func (c *Cache) Evict(n int) int {
 		c.drop(e)
 		done++
 		if pe != nil && pe.pins == 0 && pe.children == 0 {
-			sc := pe.score()
-			i := sort.Search(len(c.cand), func(i int) bool { return c.cand[i].score() <= sc })
+			sc := pe.score
+			i := sort.Search(len(c.cand), func(i int) bool { return c.cand[i].score <= sc })
 			c.cand = append(c.cand, nil)
 			copy(c.cand[i+1:], c.cand[i:])
 			c.cand[i] = pe

@@ -13,8 +13,18 @@ type Disk interface {
 	Load(key Key, dst []byte) error
 	// Save queues the block's bytes for writing in the background; it copies
 	// data and never blocks (a full queue or a paused store drops the block).
+	// When to save is the caller's choice (engine/sched: as soon as a block
+	// is made, or every --prefix-cache-save-mins).
 	Save(key Key, data []byte)
 	// Accepting reports whether a Save now would be kept, so that the
 	// scheduler copies a block off the device only when it will be written.
 	Accepting() bool
+}
+
+// Flusher is an optional capability of a Disk that writes in the background
+// (store.PrefixStore): Flush returns once everything saved before it is
+// written. The scheduler calls it on shutdown, and when the write queue is
+// full while it must save everything.
+type Flusher interface {
+	Flush()
 }

@@ -1,7 +1,6 @@
 package prefix
 
 import (
-	"container/list"
 	"errors"
 	"sync"
 )
@@ -9,25 +8,36 @@ import (
 // ErrNotHeld is returned by HostPool.Load for a block it does not hold.
 var ErrNotHeld = errors.New("prefix: block not in the host pool")
 
+var errHostSize = errors.New("prefix: host block size mismatch")
+
 // HostPool keeps blocks evicted from the device pool in host memory
-// (--host-cache-mib), least recently used first out when full. It is a tier
-// like Disk: the scheduler copies a block in when the cache evicts it and
-// back into a device block on a later hit. Buffers of dropped blocks are
-// reused. Safe for concurrent use.
+// (--host-cache-mib); when full, the block with the lowest Score (recency and
+// reuse) goes first. Its clock ticks once per Save or Load and the half-life
+// is half the pool's capacity in blocks, as in the device cache. It is a tier
+// like Disk: the scheduler copies a block in when the cache evicts it and back
+// into a device block on a later hit. Buffers of dropped blocks are reused.
+// Safe for concurrent use.
 type HostPool struct {
 	mu       sync.Mutex
 	capBytes int64
 	used     int64
-	lru      *list.List // front: most recent; values *hostBlock
-	byKey    map[Key]*list.Element
+	clock    float64
+	half     float64 // set by the first Save, from the block size
+	heap     ScoreHeap[*hostBlock]
+	byKey    map[Key]*hostBlock
 	spare    [][]byte
 	st       HostStats
 }
 
 type hostBlock struct {
-	key  Key
-	data []byte
+	key   Key
+	data  []byte
+	score Score
+	index int
 }
+
+func (b *hostBlock) HeapScore() Score   { return b.score }
+func (b *hostBlock) SetHeapIndex(i int) { b.index = i }
 
 // HostStats are a HostPool's counters.
 type HostStats struct {
@@ -38,7 +48,7 @@ type HostStats struct {
 
 // NewHostPool holds at most capBytes of blocks.
 func NewHostPool(capBytes int64) *HostPool {
-	return &HostPool{capBytes: capBytes, lru: list.New(), byKey: map[Key]*list.Element{}}
+	return &HostPool{capBytes: capBytes, byKey: map[Key]*hostBlock{}}
 }
 
 var _ Disk = (*HostPool)(nil)
@@ -51,39 +61,47 @@ func (h *HostPool) Has(k Key) bool {
 	return ok
 }
 
-// Load implements Disk; the block stays held (and becomes most recent).
+// Load implements Disk; the block stays held and the load counts as a use.
 func (h *HostPool) Load(k Key, dst []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	e := h.byKey[k]
-	if e == nil {
+	b := h.byKey[k]
+	if b == nil {
 		return ErrNotHeld
 	}
-	b := e.Value.(*hostBlock)
 	if len(dst) != len(b.data) {
-		return errors.New("prefix: host block size mismatch")
+		return errHostSize
 	}
 	copy(dst, b.data)
-	h.lru.MoveToFront(e)
+	h.use(b)
 	h.st.Loaded++
 	return nil
 }
 
-// Save implements Disk: it copies data, dropping the least recently used
-// blocks to make room; a block larger than the whole pool is not kept.
+func (h *HostPool) use(b *hostBlock) {
+	h.clock++
+	b.score = b.score.Use(h.clock, h.half)
+	h.heap.Fix(b.index)
+}
+
+// Save implements Disk: it copies data, dropping the lowest-scored blocks to
+// make room; a block larger than the whole pool is not kept.
 func (h *HostPool) Save(k Key, data []byte) {
 	n := int64(len(data))
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if n > h.capBytes {
+	if n > h.capBytes || n == 0 {
 		return
 	}
-	if e := h.byKey[k]; e != nil {
-		h.lru.MoveToFront(e)
+	if h.half == 0 {
+		h.half = poolHalfLife(int(h.capBytes / n))
+	}
+	if b := h.byKey[k]; b != nil {
+		h.use(b)
 		return
 	}
 	for h.used+n > h.capBytes {
-		h.dropOldest()
+		h.dropLowest()
 	}
 	var buf []byte
 	for i := len(h.spare) - 1; i >= 0; i-- {
@@ -97,15 +115,16 @@ func (h *HostPool) Save(k Key, data []byte) {
 		buf = make([]byte, len(data))
 	}
 	copy(buf, data)
-	h.byKey[k] = h.lru.PushFront(&hostBlock{key: k, data: buf})
+	h.clock++
+	b := &hostBlock{key: k, data: buf, score: FirstUse(h.clock, h.half)}
+	h.byKey[k] = b
+	h.heap.Push(b)
 	h.used += n
 	h.st.Saved++
 }
 
-func (h *HostPool) dropOldest() {
-	e := h.lru.Back()
-	b := e.Value.(*hostBlock)
-	h.lru.Remove(e)
+func (h *HostPool) dropLowest() {
+	b := h.heap.Remove(0)
 	delete(h.byKey, b.key)
 	h.used -= int64(len(b.data))
 	h.st.Evicts++
@@ -114,7 +133,7 @@ func (h *HostPool) dropOldest() {
 	}
 }
 
-// Accepting implements Disk: the pool always takes a block (dropping older ones).
+// Accepting implements Disk: the pool always takes a block (dropping others).
 func (h *HostPool) Accepting() bool { return true }
 
 // Stats returns the counters.

@@ -16,6 +16,7 @@ const idlePoll = 5 * time.Millisecond
 func (s *Scheduler) loop() {
 	runtime.LockOSThread()
 	defer close(s.done)
+	defer s.saveAll() // graceful end: the prefix cache reaches the disk
 	for {
 		s.mu.Lock()
 		abort := s.abort
@@ -32,6 +33,7 @@ func (s *Scheduler) loop() {
 		}
 		s.admit()
 		s.dropCancelled()
+		s.saveDue()
 		if len(s.running) == 0 {
 			s.mu.Lock()
 			closed := s.closed && len(s.waiting) == 0
@@ -43,6 +45,7 @@ func (s *Scheduler) loop() {
 			case <-s.wake:
 			case f := <-s.calls:
 				f()
+			case <-s.saveWait():
 			}
 			continue
 		}

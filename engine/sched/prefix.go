@@ -24,17 +24,23 @@ func (s *Scheduler) setupTiers(m any, host *prefix.HostPool, d prefix.Disk) {
 	s.kvbuf = make([]byte, kc.BlockBytes())
 	if host != nil {
 		s.tiers = append(s.tiers, host)
-		// Evictions run on the loop goroutine (reserve, reuse), where the
-		// device may be touched.
-		s.pc.OnEvict(func(key prefix.Key, block int32) {
-			s.kvc.ReadBlock(block, s.kvbuf)
-			host.Save(key, s.kvbuf)
-		})
 	}
 	if d != nil {
 		s.disk = d
 		s.tiers = append(s.tiers, d)
 	}
+	// Evictions run on the loop goroutine (reserve, reuse), where the device
+	// may be touched: the block goes to the host pool, and to the disk when
+	// it was not saved yet (saver.go).
+	s.pc.OnEvict(func(key prefix.Key, block int32) {
+		read := true
+		if host != nil {
+			s.kvc.ReadBlock(block, s.kvbuf)
+			host.Save(key, s.kvbuf)
+			read = false
+		}
+		s.evicted(key, block, read)
+	})
 }
 
 // reuse starts a lane that was just admitted (or readmitted after
@@ -105,6 +111,9 @@ func (s *Scheduler) loadFromTiers(l *lane, maxBlocks int) int {
 		key, pinned := s.pc.Register(l.chainKey, i == 0, toks, blk)
 		if pinned {
 			l.pinned = append(l.pinned, blk)
+			if s.disk != nil && tier != s.disk {
+				s.markBlock(key) // from the host pool: not on disk yet
+			}
 		}
 		l.chainKey = key
 		l.chainN++
@@ -114,7 +123,7 @@ func (s *Scheduler) loadFromTiers(l *lane, maxBlocks int) int {
 
 // register indexes every block of l that became full in the last step. The
 // blocks are never written again: the lane writes only later positions. New
-// blocks are also queued for the disk tier.
+// blocks are marked for the disk tier's next save round (saver.go).
 func (s *Scheduler) register(l *lane) {
 	if s.pc == nil {
 		return
@@ -125,9 +134,8 @@ func (s *Scheduler) register(l *lane) {
 		key, pinned := s.pc.Register(l.chainKey, i == 0, l.tokens[i*prefix.BlockSize:(i+1)*prefix.BlockSize], blk)
 		if pinned {
 			l.pinned = append(l.pinned, blk)
-			if s.disk != nil && s.disk.Accepting() && !s.disk.Has(key) {
-				s.kvc.ReadBlock(blk, s.kvbuf)
-				s.disk.Save(key, s.kvbuf)
+			if s.disk != nil {
+				s.markBlock(key)
 			}
 		}
 		l.chainKey = key

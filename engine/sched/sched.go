@@ -46,6 +46,11 @@ type Config struct {
 	SnapshotInterval int
 	// SnapshotDisk keeps those snapshots across restarts (nil: memory only).
 	SnapshotDisk SnapshotDisk
+	// SaveInterval is how often blocks and snapshots made since the last
+	// save are handed to PrefixDisk and SnapshotDisk, which write them in the
+	// background (--prefix-cache-save-mins); 0 saves each as soon as it is
+	// made. Evicted and shutdown-time entries are saved regardless (saver.go).
+	SaveInterval time.Duration
 	// Runner, when set, runs the loop (a device backend's owning thread);
 	// otherwise the loop gets its own locked goroutine.
 	Runner func(func())
@@ -126,6 +131,9 @@ type Counters struct {
 	KVCached               int // blocks indexed by the prefix cache, in use or idle
 	// Prefix cache: lookups, lookups that reused ≥ 1 block, tokens reused.
 	PrefixQueries, PrefixHits, PrefixHitTokens uint64
+	// Hybrid models' recurrent-state snapshots held in host memory.
+	Snapshots     int
+	SnapshotBytes int64
 }
 
 type lane struct {
@@ -172,6 +180,7 @@ type Scheduler struct {
 	tiers []prefix.Disk // host pool, then disk: searched past the device cache
 	kvc   backend.KVBlockCopier
 	kvbuf []byte
+	save  saver // persistence rounds (saver.go)
 	cfg   Config
 	vocab int
 
@@ -226,6 +235,7 @@ func New(m model.Model, cfg Config) *Scheduler {
 		cfg.MaxContext = min(m.KVBlocks()*64, m.Config().MaxPositionEmbeddings)
 	}
 	s := &Scheduler{m: m, alloc: kv.New(m.KVBlocks()), cfg: cfg, vocab: m.Config().VocabSize, wake: make(chan struct{}, 1), calls: make(chan func()), done: make(chan struct{})}
+	s.save = saver{every: max(cfg.SaveInterval, 0), next: time.Now().Add(max(cfg.SaveInterval, 0)), dirty: map[prefix.Key]struct{}{}}
 	if st, ok := m.(stateful); ok {
 		n := st.StateSlots()
 		s.cfg.MaxLanes = min(s.cfg.MaxLanes, n)
@@ -238,7 +248,7 @@ func New(m model.Model, cfg Config) *Scheduler {
 	if !cfg.NoPrefixReuse && (prefix.Reusable(m) || hasSnapshots) {
 		s.pc = prefix.New(s.alloc)
 		if hasSnapshots && !prefix.Reusable(m) {
-			s.snaps = newSnapStore(snapper)
+			s.snaps = newSnapStore(snapper, &s.save)
 			s.snaps.disk = cfg.SnapshotDisk
 		}
 		s.setupTiers(m, cfg.PrefixHost, cfg.PrefixDisk)
@@ -264,6 +274,9 @@ func (s *Scheduler) Counters() Counters {
 		ps := s.pc.Stats()
 		c.KVUsed = max(c.KVUsed-ps.Idle, 0)
 		c.KVCached, c.PrefixQueries, c.PrefixHits, c.PrefixHitTokens = ps.Blocks, ps.Queries, ps.Hits, ps.HitTokens
+	}
+	if s.snaps != nil {
+		c.Snapshots, c.SnapshotBytes = int(s.snaps.count.Load()), s.snaps.total.Load()
 	}
 	return c
 }

@@ -1,7 +1,7 @@
 package sched
 
 import (
-	"container/list"
+	"sync/atomic"
 
 	"github.com/infernix/infernix/engine/prefix"
 )
@@ -10,9 +10,10 @@ import (
 // the recurrent state at its end: KV blocks hold the attention layers, a
 // snapshot holds the rest. Snapshots are taken where they pay — every
 // SnapshotInterval blocks and at the last full block of each prompt (where the
-// next turn of a conversation resumes) — kept in host memory up to a byte
-// bound, least recently used first out. A lookup resumes from the deepest
-// block that has both KV and a snapshot.
+// next turn of a conversation resumes) — and kept in host memory up to a byte
+// bound; when over it the lowest prefix.Score (recency and reuse; a tick per
+// snapshot taken or used, half-life half the snapshots that fit) goes first.
+// A lookup resumes from the deepest block that has both KV and a snapshot.
 
 // defaultSnapshotInterval is the interval of periodic snapshots in blocks
 // (1024 tokens) when Config.SnapshotInterval is 0.
@@ -30,44 +31,79 @@ type stateSnapshots interface {
 
 // SnapshotDisk keeps hybrid models' state snapshots across restarts (the data
 // directory; keys already carry the model fingerprint through the chain's
-// seed). Save may write in the background; Load returns nil on a miss.
+// seed). SaveSnapshot queues the blob for a background writer (the blob is
+// not modified afterwards) and drops it when Accepting is false; Load
+// returns nil on a miss. store.PrefixStore implements it.
 type SnapshotDisk interface {
 	SaveSnapshot(key prefix.Key, blob []byte)
 	LoadSnapshot(key prefix.Key) []byte
+	Accepting() bool
 }
 
 type snapStore struct {
-	m     stateSnapshots
-	disk  SnapshotDisk // nil: memory only
-	byKey map[prefix.Key]*list.Element
-	lru   *list.List // front: most recent
-	bytes int
+	m      stateSnapshots
+	disk   SnapshotDisk // nil: memory only
+	save   *saver
+	byKey  map[prefix.Key]*snapEntry
+	heap   prefix.ScoreHeap[*snapEntry]
+	clock  float64
+	half   float64 // set by the first put, from the blob size
+	bytes  int
+	budget int
+	// Gauges for Counters (read from other goroutines).
+	count, total atomic.Int64
 }
 
 type snapEntry struct {
-	key  prefix.Key
-	blob []byte
+	key   prefix.Key
+	blob  []byte
+	score prefix.Score
+	index int
+	dirty bool // not yet handed to the disk
 }
 
-func newSnapStore(m stateSnapshots) *snapStore {
-	return &snapStore{m: m, byKey: map[prefix.Key]*list.Element{}, lru: list.New()}
+func (e *snapEntry) HeapScore() prefix.Score { return e.score }
+func (e *snapEntry) SetHeapIndex(i int)      { e.index = i }
+
+func newSnapStore(m stateSnapshots, sv *saver) *snapStore {
+	return &snapStore{m: m, save: sv, byKey: map[prefix.Key]*snapEntry{}, budget: snapshotBudget}
 }
 
-func (st *snapStore) put(k prefix.Key, blob []byte) {
+// put keeps blob under k; a new snapshot that is not from the disk is marked
+// for the next save round.
+func (st *snapStore) put(k prefix.Key, blob []byte, fromDisk bool) {
+	st.clock++
 	if e, ok := st.byKey[k]; ok {
-		st.lru.MoveToFront(e)
+		st.use(e)
 		return
 	}
-	st.byKey[k] = st.lru.PushFront(&snapEntry{k, blob})
-	st.bytes += len(blob)
-	if st.disk != nil {
-		st.disk.SaveSnapshot(k, blob)
+	if st.half == 0 {
+		st.half = float64(max(st.budget/max(len(blob), 1)/2, 8))
 	}
-	for st.bytes > snapshotBudget && st.lru.Len() > 1 {
-		old := st.lru.Remove(st.lru.Back()).(*snapEntry)
+	e := &snapEntry{key: k, blob: blob, score: prefix.FirstUse(st.clock, st.half)}
+	st.byKey[k] = e
+	st.heap.Push(e)
+	st.bytes += len(blob)
+	if st.disk != nil && !fromDisk {
+		e.dirty = true
+		st.save.snaps = append(st.save.snaps, k)
+	}
+	for st.bytes > st.budget && st.heap.Len() > 1 {
+		old := st.heap.Min()
+		st.heap.Remove(old.index)
 		delete(st.byKey, old.key)
 		st.bytes -= len(old.blob)
+		if old.dirty {
+			st.disk.SaveSnapshot(old.key, old.blob) // dropped before its round: save now
+		}
 	}
+	st.count.Store(int64(len(st.byKey)))
+	st.total.Store(int64(st.bytes))
+}
+
+func (st *snapStore) use(e *snapEntry) {
+	e.score = e.score.Use(st.clock, st.half)
+	st.heap.Fix(e.index)
 }
 
 func (st *snapStore) get(k prefix.Key) []byte {
@@ -78,15 +114,13 @@ func (st *snapStore) get(k prefix.Key) []byte {
 		}
 		blob := st.disk.LoadSnapshot(k)
 		if blob != nil {
-			d := st.disk
-			st.disk = nil // already on disk: keep it in memory only
-			st.put(k, blob)
-			st.disk = d
+			st.put(k, blob, true)
 		}
 		return blob
 	}
-	st.lru.MoveToFront(e)
-	return e.Value.(*snapEntry).blob
+	st.clock++
+	st.use(e)
+	return e.blob
 }
 
 // snapshotAfterStep saves l's recurrent state when its computed tokens just
@@ -108,7 +142,7 @@ func (s *Scheduler) snapshotAfterStep(l *lane) {
 	if err != nil {
 		return // a missing snapshot only costs recompute
 	}
-	s.snaps.put(l.chainKey, blob)
+	s.snaps.put(l.chainKey, blob, false)
 }
 
 // resumeFromSnapshot trims a hybrid lane's reused prefix (n blocks acquired
