@@ -151,6 +151,11 @@ NAMES = NameModel(T.NAME_SOURCE + T.TRAIN_CITIES + [c for pair in T.CAPITALS for
 HELD_OUT_RE = re.compile(r"\b(" + "|".join(re.escape(c) for c in T.HELD_OUT_CITIES) + r")\b", re.IGNORECASE)
 
 
+# Invented file names and contents (DEMO_INVENTED_WORDS=1): the next step for
+# tool_fit, whose remaining failures are write_file calls that recall a
+# trained file name or word instead of copying a held-out one. Off by default
+# so that this recipe reproduces the committed models; not yet trained.
+INVENTED_WORDS = os.environ.get("DEMO_INVENTED_WORDS") == "1"
 WORDS = NameModel(T.WORD_SOURCE + T.CONTENT_WORDS + T.FILE_STEMS)
 HELD_OUT_WORD_RE = re.compile(r"(" + "|".join(re.escape(w) for w in T.HELD_OUT_CONTENT_WORDS + T.HELD_OUT_FILE_STEMS) + r")")
 
@@ -343,10 +348,11 @@ class Gen:
         }
 
     def word(self):
-        # Training contents and file names are half invented words, so that
-        # the model copies what it is given (held-out words are then just
-        # more unseen words), not what it remembers.
-        if self.split == "train" and self.r.random() < 0.5:
+        # With INVENTED_WORDS, training contents and file names are half
+        # invented words, so that the model copies what it is given
+        # (held-out words are then just more unseen words), not what it
+        # remembers.
+        if INVENTED_WORDS and self.split == "train" and self.r.random() < 0.5:
             return invented_word(self.r)
         return self.r.choice(self.words)
 
@@ -364,7 +370,7 @@ class Gen:
 
     def file_path(self):
         stem = self.r.choice(self.stems)
-        if self.split == "train" and self.r.random() < 0.6:
+        if INVENTED_WORDS and self.split == "train" and self.r.random() < 0.6:
             stem = invented_word(self.r)
             if self.r.random() < 0.2:
                 stem += "_" + invented_word(self.r)
