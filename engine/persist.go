@@ -46,7 +46,7 @@ func (e *Engine) openStore(opt Options, sc *sched.Config) error {
 		return nil
 	}
 	kc, ok := owner.KVCache().(backend.KVBlockCopier)
-	if !ok {
+	if !ok || kc.BlockBytes() == 0 {
 		return nil
 	}
 	tier, err := opt.Persist.OpenPrefix(sc.PrefixSeed, kc.BlockBytes())

@@ -7,7 +7,9 @@ package backend
 // backend and spec (the prefix store keys them by model fingerprint and
 // BlockBytes). Called on the device goroutine only.
 type KVBlockCopier interface {
-	// BlockBytes is the size of one block's bytes.
+	// BlockBytes is the size of one block's bytes; 0 means this cache
+	// cannot copy blocks after all (a backend that implements the methods
+	// but has the capability switched off).
 	BlockBytes() int
 	// ReadBlock copies block's contents into dst (len BlockBytes).
 	ReadBlock(block int32, dst []byte)

@@ -17,7 +17,7 @@ func (s *Scheduler) setupTiers(m any, host *prefix.HostPool, d prefix.Disk) {
 		return
 	}
 	kc, ok := owner.KVCache().(backend.KVBlockCopier)
-	if !ok {
+	if !ok || kc.BlockBytes() == 0 {
 		return
 	}
 	s.kvc = kc

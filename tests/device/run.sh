@@ -63,7 +63,7 @@ group() {
 
 T=$root/bin/cuda/cuda.test
 group driver 60 "$root/bin/cuda/driver.test" -test.v
-group ops 240 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestFused|TestHostCopies'
+group ops 240 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestFused|TestHostCopies|TestKVBlockCopy'
 group attention 300 "$T" -test.v -test.run 'TestAttention|TestDecodeSplits'
 group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestGraphsMatchEager|TestFixtures'
 # fixvar: the fixtures again with one part switched back at a time (bisects a

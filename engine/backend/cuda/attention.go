@@ -13,6 +13,7 @@ import (
 type kvCache struct {
 	spec backend.KVSpec
 	k, v []driver.DevPtr
+	b    *Backend
 }
 
 func (c *kvCache) Spec() backend.KVSpec { return c.spec }
@@ -35,7 +36,7 @@ func (b *Backend) NewKVCache(spec backend.KVSpec) (backend.KVCache, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.needEager()
-	c := &kvCache{spec: spec}
+	c := &kvCache{spec: spec, b: b}
 	per := kvLayerBytes(spec)
 	for l := 0; l < spec.Layers; l++ {
 		for _, dst := range []*[]driver.DevPtr{&c.k, &c.v} {
