@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/infernix/infernix/engine/backend"
@@ -71,20 +72,8 @@ func TestKVBlockCopy(t *testing.T) {
 		o := b.Alloc(2, heads*hd)
 		b.Attention(o, q, k, v, c, layer, ab, 0.125)
 		res := read(t, b, o)
-		if !equalF32(res[:heads*hd], res[heads*hd:]) {
+		if !slices.Equal(res[:heads*hd], res[heads*hd:]) {
 			t.Fatalf("layer %d: attention over the copied block differs from the original", layer)
 		}
 	}
-}
-
-func equalF32(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
