@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/infernix/infernix/engine/prefix"
 	"github.com/infernix/infernix/engine/sched"
 )
 
@@ -115,7 +116,7 @@ func (s *Server) gauges() []gauge {
 	if c.KVTotal > 0 {
 		kv = float64(c.KVUsed) / float64(c.KVTotal)
 	}
-	return []gauge{
+	g := []gauge{
 		{"infernix_queue_depth", "Requests waiting for a lane.", float64(c.Queued)},
 		{"infernix_lanes_busy", "Lanes running a request.", float64(c.Busy)},
 		{"infernix_lanes_max", "Lanes available (--max-lanes).", float64(c.MaxLanes)},
@@ -123,7 +124,26 @@ func (s *Server) gauges() []gauge {
 		{"infernix_kv_blocks_total", "KV cache blocks in the pool.", float64(c.KVTotal)},
 		{"infernix_kv_usage_ratio", "Fraction of the KV cache in use.", kv},
 		{"infernix_uptime_seconds", "Seconds since the server started.", time.Since(s.met.started).Seconds()},
+		{"infernix_prefix_cache_blocks", "KV blocks indexed by the prefix cache, in use or idle.", float64(c.KVCached)},
 	}
+	ss := s.eng.Sched.SnapshotStats()
+	ds := s.diskStats()
+	return append(g,
+		gauge{"infernix_prefix_cache_snapshots", "Hybrid models' recurrent-state snapshots held in host memory.", float64(ss.Snapshots)},
+		gauge{"infernix_prefix_cache_snapshot_bytes", "Bytes of the snapshots held in host memory.", float64(ss.Bytes)},
+		gauge{"infernix_prefix_cache_disk_blocks", "Prefix-cache KV blocks stored in the data directory.", float64(ds.Blocks)},
+		gauge{"infernix_prefix_cache_disk_snapshots", "Recurrent-state snapshots stored in the data directory.", float64(ds.Snapshots)},
+		gauge{"infernix_prefix_cache_disk_bytes", "Bytes of the prefix cache in the data directory (blocks and snapshots).", float64(ds.Bytes)},
+	)
+}
+
+// diskStats are the persistent prefix-cache tier's counters (zero without
+// a data directory).
+func (s *Server) diskStats() prefix.DiskStats {
+	if r, ok := s.eng.PrefixTier.(prefix.DiskStatsReporter); ok {
+		return r.DiskStats()
+	}
+	return prefix.DiskStats{}
 }
 
 type counter struct {
@@ -139,6 +159,23 @@ func (m *metrics) counters() []counter {
 		{"infernix_prefix_cache_hits_total", "Requests that reused a cached prefix.", m.prefixHits.Load()},
 		{"infernix_prefix_cache_hit_tokens_total", "Prompt tokens served from the prefix cache.", m.prefixHitTokens.Load()},
 		{"infernix_preemptions_total", "Times a running request was preempted for KV space.", m.preemptions.Load()},
+	}
+}
+
+// engineCounters are the counters the engine keeps: hybrid models'
+// snapshots and the data directory's prefix-cache tier.
+func (s *Server) engineCounters() []counter {
+	ss := s.eng.Sched.SnapshotStats()
+	ds := s.diskStats()
+	return []counter{
+		{"infernix_prefix_cache_snapshots_taken_total", "Recurrent-state snapshots taken (hybrid models).", ss.Taken},
+		{"infernix_prefix_cache_snapshot_hits_total", "Admissions that resumed from a recurrent-state snapshot.", ss.Hits},
+		{"infernix_prefix_cache_snapshots_released_total", "Snapshots released because their conversation had passed them.", ss.Released},
+		{"infernix_prefix_cache_snapshots_evicted_total", "Snapshots evicted from host memory to stay within its bound.", ss.Evictions},
+		{"infernix_prefix_cache_disk_saved_total", "Prefix-cache blocks and snapshots written to the data directory.", ds.Saved},
+		{"infernix_prefix_cache_disk_loaded_total", "Prefix-cache blocks and snapshots read from the data directory.", ds.Loaded},
+		{"infernix_prefix_cache_disk_dropped_total", "Blocks and snapshots not written: the write queue was full or the disk is full.", ds.Dropped},
+		{"infernix_prefix_cache_disk_evicted_total", "Blocks and snapshots deleted from the data directory to stay within --prefix-cache-disk-mib.", ds.Evicted},
 	}
 }
 
@@ -180,7 +217,7 @@ func (s *Server) appendPrometheus(b []byte) []byte {
 		b = strconv.AppendUint(b, r.n, 10)
 		b = append(b, '\n')
 	}
-	for _, c := range m.counters() {
+	for _, c := range append(m.counters(), s.engineCounters()...) {
 		b = appendHeader(b, c.name, c.help, "counter")
 		b = append(b, c.name...)
 		b = append(b, ' ')
@@ -268,7 +305,7 @@ func (s *Server) appendMetricsJSON(b []byte) []byte {
 		b = append(b, '}')
 	}
 	b = append(b, ']')
-	for _, c := range m.counters() {
+	for _, c := range append(m.counters(), s.engineCounters()...) {
 		b = append(b, ',')
 		b = appendString(b, c.name)
 		b = append(b, ':')

@@ -113,10 +113,11 @@ type saveItem struct {
 
 var _ prefix.Disk = (*PrefixStore)(nil)
 var _ prefix.Flusher = (*PrefixStore)(nil)
+var _ prefix.DiskStatsReporter = (*PrefixStore)(nil)
 
 // PrefixStats are a PrefixStore's counters: entries and bytes on disk, and
 // since open: blocks and snapshots saved and loaded, entries dropped (queue
-// full) and evicted (over the cap).
+// full, or not written because the disk is full) and evicted (over the cap).
 type PrefixStats struct {
 	Blocks, Snapshots                            int
 	Bytes                                        int64
@@ -382,6 +383,7 @@ func (p *PrefixStore) LoadSnapshot(k prefix.Key) []byte {
 
 func (p *PrefixStore) enqueue(ek entryKey, data []byte, copyData bool) {
 	if p.s.Paused() {
+		p.dropped.Add(1)
 		return
 	}
 	p.qmu.RLock()
@@ -468,6 +470,7 @@ func (p *PrefixStore) write(batch []saveItem) {
 	}
 	defer p.queuedBytes.Add(-queued)
 	if p.s.Paused() {
+		p.dropped.Add(uint64(len(batch)))
 		return
 	}
 	// Entries of one batch are ordered as queued (a microsecond apart).
@@ -475,6 +478,10 @@ func (p *PrefixStore) write(batch []saveItem) {
 	first := func(i int) prefix.Score { return prefix.FirstUse(now+float64(i)*1e-6, p.half) }
 	sizes := make([]int64, len(batch))
 	if len(batch) > 0 {
+		fail := func(err error) {
+			p.s.writeFailed("prefix cache", err)
+			p.dropped.Add(uint64(len(batch)))
+		}
 		wb := p.s.db.NewWriteBatch()
 		defer wb.Cancel()
 		for i, it := range batch {
@@ -483,16 +490,16 @@ func (p *PrefixStore) write(batch []saveItem) {
 			sizes[i] = int64(len(v))
 			mk := p.metaKey(it.ek)
 			if err := wb.Set(key, v); err != nil {
-				p.s.writeFailed("prefix cache", err)
+				fail(err)
 				return
 			}
 			if err := wb.Set(mk, sealMeta(mk, entryMeta{first(i), sizes[i]})); err != nil {
-				p.s.writeFailed("prefix cache", err)
+				fail(err)
 				return
 			}
 		}
 		if err := wb.Flush(); err != nil {
-			p.s.writeFailed("prefix cache", err)
+			fail(err)
 			return
 		}
 	}
@@ -589,6 +596,14 @@ func (p *PrefixStore) Stats() PrefixStats {
 	st.Saved, st.Loaded, st.SnapshotsSaved, st.SnapshotsRead = p.saved.Load(), p.loaded.Load(), p.snapSaved.Load(), p.snapLoad.Load()
 	st.Dropped, st.Evicted = p.dropped.Load(), p.evicted.Load()
 	return st
+}
+
+// DiskStats implements prefix.DiskStatsReporter (for /metrics): blocks and
+// snapshots together.
+func (p *PrefixStore) DiskStats() prefix.DiskStats {
+	st := p.Stats()
+	return prefix.DiskStats{Blocks: st.Blocks, Snapshots: st.Snapshots, Bytes: st.Bytes,
+		Saved: st.Saved + st.SnapshotsSaved, Loaded: st.Loaded + st.SnapshotsRead, Dropped: st.Dropped, Evicted: st.Evicted}
 }
 
 // Close writes what is queued and the changed scores, and stops the writer;

@@ -161,6 +161,9 @@ func TestPrefixDiskCap(t *testing.T) {
 	if st.Blocks != 2 || st.Bytes > 3000 {
 		t.Fatalf("stats %+v, want 2 blocks within the cap", st)
 	}
+	if ds := p.DiskStats(); ds.Blocks != 2 || ds.Bytes != st.Bytes || ds.Saved != 5 || ds.Evicted != 3 || ds.Dropped != 0 {
+		t.Fatalf("disk stats %+v, want 2 blocks, 5 saved, 3 evicted", ds)
+	}
 	if !p.Has(keys[4]) || p.Has(keys[0]) {
 		t.Fatal("the oldest blocks should go first")
 	}
@@ -284,6 +287,10 @@ func TestPrefixSnapshots(t *testing.T) {
 	}
 	if st := p.Stats(); st.Blocks != 1 || st.Snapshots != 1 || st.SnapshotsSaved != 1 || st.SnapshotsRead != 1 || st.Bytes != 64+5+300+5 {
 		t.Fatalf("stats %+v", st)
+	}
+	// /metrics counts blocks and snapshots together.
+	if ds := p.DiskStats(); ds.Blocks != 1 || ds.Snapshots != 1 || ds.Saved != 2 || ds.Loaded != 1 || ds.Bytes != 64+5+300+5 {
+		t.Fatalf("disk stats %+v", ds)
 	}
 	p.Close()
 	sets, err := s.PrefixSets()

@@ -53,8 +53,8 @@ func TestDiskFullPauses(t *testing.T) {
 	}
 	p.Save(prefix.Seed(), make([]byte, 8))
 	p.Close()
-	if st := p.Stats(); st.Saved != 0 || st.Blocks != 0 {
-		t.Fatalf("saved while paused: %+v", st)
+	if st := p.Stats(); st.Saved != 0 || st.Blocks != 0 || st.Dropped != 1 {
+		t.Fatalf("saved while paused: %+v (want the block dropped and counted)", st)
 	}
 	if err := s.AddUsage("2026-12-01", "k", "m", Usage{Requests: 1}); err != nil {
 		t.Fatal(err)

@@ -79,9 +79,54 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("opening data directory %s: %w", dir, err)
 	}
 	s := &Store{db: db, dir: dir, log: log, stop: make(chan struct{})}
+	if n, err := s.dropLegacy(); err != nil {
+		s.writeFailed("removing entries of an older version", err)
+	} else if n > 0 {
+		log.Info("removed entries an older version wrote", "dir", dir, "entries", n)
+	}
 	s.wg.Add(1)
 	go s.gcLoop()
 	return s, nil
+}
+
+// legacyPrefixes are key prefixes that older versions wrote and this one
+// never reads: Open deletes them rather than leave them to their TTL.
+//
+//	snap/<fingerprint>/<key>  hybrid models' state snapshots, kept 7 days,
+//	                          before they moved into the prefix store
+//	                          (pfx/<id>/s<key>, evicted with its blocks)
+var legacyPrefixes = []string{"snap/"}
+
+// dropLegacy deletes every entry under legacyPrefixes and returns how many.
+func (s *Store) dropLegacy() (int, error) {
+	var keys [][]byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, p := range legacyPrefixes {
+			o := badger.DefaultIteratorOptions
+			o.PrefetchValues = false
+			o.Prefix = []byte(p)
+			it := txn.NewIterator(o)
+			for it.Rewind(); it.Valid(); it.Next() {
+				keys = append(keys, it.Item().KeyCopy(nil))
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if err != nil || len(keys) == 0 {
+		return 0, err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, k := range keys {
+		if err := wb.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return 0, err
+	}
+	return len(keys), nil
 }
 
 // Dir is the data directory.

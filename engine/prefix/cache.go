@@ -132,6 +132,20 @@ func (c *Cache) Block(key Key) (int32, bool) {
 	return 0, false
 }
 
+// Children reports how many indexed blocks continue from the block indexed
+// under key (0 when key is not indexed). A lookup that stops at a block with
+// children stopped at a branch of the prefix tree: another sequence shares
+// the prefix up to there and goes on differently (the scheduler keeps a
+// hybrid model's state snapshot at such a point: snapshots.go).
+func (c *Cache) Children(key Key) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.byKey[key]; e != nil {
+		return int(e.children)
+	}
+	return 0
+}
+
 // Record counts one lookup that reused blocks blocks (from memory or disk).
 func (c *Cache) Record(blocks int) {
 	c.mu.Lock()

@@ -196,3 +196,44 @@ func TestUnpinUnknownPanics(t *testing.T) {
 	}()
 	c.Unpin([]int32{1})
 }
+
+// TestChildren: a block's children are the indexed blocks that continue
+// from it, so two sequences sharing a prefix make its last shared block a
+// branch, while the end of a single chain has none; eviction updates it.
+func TestChildren(t *testing.T) {
+	a := kv.New(8)
+	c := New(a)
+	seed := Seed()
+	shared := toks(BlockSize, 1)
+	x := append(append([]int32(nil), shared...), toks(BlockSize, 2)...)
+	y := append(append([]int32(nil), shared...), toks(BlockSize, 3)...)
+	bx, px := fill(t, c, a, seed, x)
+	k1 := BlockKey(seed, shared)
+	k2 := BlockKey(k1, x[BlockSize:])
+	cases := []struct {
+		name string
+		key  Key
+		want int
+	}{
+		{"chain end", k2, 0},
+		{"one chain through", k1, 1},
+		{"not indexed", BlockKey(seed, toks(BlockSize, 9)), 0},
+	}
+	for _, tc := range cases {
+		if got := c.Children(tc.key); got != tc.want {
+			t.Errorf("%s: %d children, want %d", tc.name, got, tc.want)
+		}
+	}
+	by, py := fill(t, c, a, seed, y)
+	if got := c.Children(k1); got != 2 {
+		t.Fatalf("branch: %d children, want 2", got)
+	}
+	c.Unpin(px)
+	a.Release(bx)
+	c.Unpin(py)
+	a.Release(by)
+	c.Evict(1) // a leaf goes: one child left
+	if got := c.Children(k1); got != 1 {
+		t.Fatalf("after evicting a leaf: %d children, want 1", got)
+	}
+}

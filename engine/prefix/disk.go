@@ -28,3 +28,19 @@ type Disk interface {
 type Flusher interface {
 	Flush()
 }
+
+// DiskStats are a persistent tier's counters for /metrics: the blocks and
+// snapshots stored and their bytes, and since it was opened the entries
+// (blocks and snapshots) written, read back, dropped unwritten (the write
+// queue was full or the disk is full) and evicted (over the size cap).
+type DiskStats struct {
+	Blocks, Snapshots               int
+	Bytes                           int64
+	Saved, Loaded, Dropped, Evicted uint64
+}
+
+// DiskStatsReporter is an optional capability of a Disk (store.PrefixStore):
+// the server reports its counters on /metrics.
+type DiskStatsReporter interface {
+	DiskStats() DiskStats
+}

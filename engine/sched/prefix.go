@@ -63,7 +63,7 @@ func (s *Scheduler) reuse(l *lane) {
 			n = s.loadFromTiers(l, maxBlocks)
 		}
 		if s.snaps != nil {
-			n = s.resumeFromSnapshot(l, n)
+			n = s.resumeFromSnapshot(l, n, maxBlocks)
 		}
 		l.computed = n * prefix.BlockSize
 		s.pc.Record(n)

@@ -8,12 +8,40 @@ import (
 
 // Hybrid models (Gated DeltaNet layers) resume from a cached prefix only with
 // the recurrent state at its end: KV blocks hold the attention layers, a
-// snapshot holds the rest. Snapshots are taken where they pay — every
-// SnapshotInterval blocks and at the last full block of each prompt (where the
-// next turn of a conversation resumes) — and kept in host memory up to a byte
-// bound; when over it the lowest prefix.Score (recency and reuse; a tick per
-// snapshot taken or used, half-life half the snapshots that fit) goes first.
-// A lookup resumes from the deepest block that has both KV and a snapshot.
+// snapshot holds the rest. A lookup resumes from the deepest block that has
+// both KV and a snapshot. Snapshots are taken at block boundaries where they
+// pay, and each records why (snapKind):
+//   - turn: the last full block of a prompt, where the conversation's next
+//     turn resumes;
+//   - interval: every SnapshotInterval blocks of a long prompt, so that a
+//     lane preempted mid-prompt, or a request that shares the beginning of a
+//     long prompt, resumes near where it diverges;
+//   - shared: a branch point of the prefix tree, the end of what several
+//     conversations share (their system prompt and tools). The scheduler
+//     cannot see messages, so it finds this point from the cache: a lane
+//     whose lookup stops before its prompt's last full block, at a block
+//     that other indexed blocks already continue from (prefix.Cache.Children),
+//     diverges there from another conversation. When the lane did not resume
+//     from a turn boundary (it is not continuing a conversation of its own:
+//     a thinking model's re-rendered answer would make every turn look like
+//     a branch), the snapshot at that point is marked shared, or taken there
+//     as the lane computes past it.
+//
+// Release: a conversation passes its older snapshots and never comes back to
+// them. When a lane restores the snapshot at block k, every other snapshot on
+// its chain before k (at blocks 1 … k−1) that is not shared is released: the
+// interval snapshots it passed and the turn boundaries behind the one it
+// resumes from. So a conversation holds its latest turn boundary, the one
+// before it (until the next turn resumes: an edited last message resumes
+// there) and the interval snapshots of its last turn; what several
+// conversations share stays. A released snapshot leaves host memory and, if
+// not saved yet, is not saved; a copy already on disk stays readable until
+// the disk's own eviction takes it (it is not read again, so its score only
+// decays).
+//
+// Independently, snapshots live in host memory up to a byte bound; when over
+// it the lowest prefix.Score (recency and reuse; a tick per snapshot taken or
+// used, half-life half the snapshots that fit) goes first.
 
 // defaultSnapshotInterval is the interval of periodic snapshots in blocks
 // (1024 tokens) when Config.SnapshotInterval is 0.
@@ -50,15 +78,32 @@ type snapStore struct {
 	half   float64 // set by the first put, from the blob size
 	bytes  int
 	budget int
-	// Gauges for Counters (read from other goroutines).
-	count, total atomic.Int64
+	// branchAt is the block where a running lane takes a shared snapshot as
+	// it computes past it (entries of lanes no longer running are swept at
+	// the next admission).
+	branchAt map[*lane]int
+	// Gauges and counters for SnapshotStats (read from other goroutines).
+	count, total                     atomic.Int64
+	taken, hits, released, evictions atomic.Uint64
 }
+
+// snapKind says why a snapshot was taken (a bit set: one block may be
+// several kinds). Snapshots read back from the disk have none until a lane
+// marks them.
+type snapKind uint8
+
+const (
+	snapTurn     snapKind = 1 << iota // a prompt's last full block
+	snapInterval                      // every SnapshotInterval blocks
+	snapShared                        // a branch point: never released, only evicted
+)
 
 type snapEntry struct {
 	key   prefix.Key
 	blob  []byte
 	score prefix.Score
 	index int
+	kind  snapKind
 	dirty bool // not yet handed to the disk
 }
 
@@ -66,21 +111,43 @@ func (e *snapEntry) HeapScore() prefix.Score { return e.score }
 func (e *snapEntry) SetHeapIndex(i int)      { e.index = i }
 
 func newSnapStore(m stateSnapshots, sv *saver) *snapStore {
-	return &snapStore{m: m, save: sv, byKey: map[prefix.Key]*snapEntry{}, budget: snapshotBudget}
+	return &snapStore{m: m, save: sv, byKey: map[prefix.Key]*snapEntry{}, budget: snapshotBudget, branchAt: map[*lane]int{}}
 }
 
-// put keeps blob under k; a new snapshot that is not from the disk is marked
-// for the next save round.
-func (st *snapStore) put(k prefix.Key, blob []byte, fromDisk bool) {
+// SnapshotStats are a hybrid model's state snapshots for /metrics: those in
+// host memory and their bytes; since start, those taken, lanes that resumed
+// from one, and those released (passed by their conversation) or evicted
+// (over the memory bound).
+type SnapshotStats struct {
+	Snapshots                        int
+	Bytes                            int64
+	Taken, Hits, Released, Evictions uint64
+}
+
+// SnapshotStats reports the snapshot counters (zero for models that do not
+// need snapshots). Safe from any goroutine.
+func (s *Scheduler) SnapshotStats() SnapshotStats {
+	st := s.snaps
+	if st == nil {
+		return SnapshotStats{}
+	}
+	return SnapshotStats{Snapshots: int(st.count.Load()), Bytes: st.total.Load(), Taken: st.taken.Load(),
+		Hits: st.hits.Load(), Released: st.released.Load(), Evictions: st.evictions.Load()}
+}
+
+// put keeps blob under k, of kind; a new snapshot that is not from the disk
+// is marked for the next save round.
+func (st *snapStore) put(k prefix.Key, blob []byte, kind snapKind, fromDisk bool) {
 	st.clock++
 	if e, ok := st.byKey[k]; ok {
+		e.kind |= kind
 		st.use(e)
 		return
 	}
 	if st.half == 0 {
 		st.half = float64(max(st.budget/max(len(blob), 1)/2, 8))
 	}
-	e := &snapEntry{key: k, blob: blob, score: prefix.FirstUse(st.clock, st.half)}
+	e := &snapEntry{key: k, blob: blob, kind: kind, score: prefix.FirstUse(st.clock, st.half)}
 	st.byKey[k] = e
 	st.heap.Push(e)
 	st.bytes += len(blob)
@@ -90,13 +157,32 @@ func (st *snapStore) put(k prefix.Key, blob []byte, fromDisk bool) {
 	}
 	for st.bytes > st.budget && st.heap.Len() > 1 {
 		old := st.heap.Min()
-		st.heap.Remove(old.index)
-		delete(st.byKey, old.key)
-		st.bytes -= len(old.blob)
+		st.remove(old)
+		st.evictions.Add(1)
 		if old.dirty {
 			st.disk.SaveSnapshot(old.key, old.blob) // dropped before its round: save now
 		}
 	}
+	st.gauges()
+}
+
+// remove forgets e (the save round skips it: saver.saveSome).
+func (st *snapStore) remove(e *snapEntry) {
+	st.heap.Remove(e.index)
+	delete(st.byKey, e.key)
+	st.bytes -= len(e.blob)
+}
+
+// release drops a snapshot its conversation has passed; one not saved yet
+// is not saved.
+func (st *snapStore) release(e *snapEntry) {
+	st.remove(e)
+	e.dirty = false
+	st.released.Add(1)
+	st.gauges()
+}
+
+func (st *snapStore) gauges() {
 	st.count.Store(int64(len(st.byKey)))
 	st.total.Store(int64(st.bytes))
 }
@@ -114,7 +200,7 @@ func (st *snapStore) get(k prefix.Key) []byte {
 		}
 		blob := st.disk.LoadSnapshot(k)
 		if blob != nil {
-			st.put(k, blob, true)
+			st.put(k, blob, 0, true)
 		}
 		return blob
 	}
@@ -130,25 +216,42 @@ func (s *Scheduler) snapshotAfterStep(l *lane) {
 	if s.snaps == nil || l.slot < 0 || l.computed == 0 || l.computed%prefix.BlockSize != 0 || l.chainN*prefix.BlockSize != l.computed {
 		return
 	}
+	st := s.snaps
 	blocks := l.computed / prefix.BlockSize
-	lastPromptBlock := (l.nPrompt - 1) / prefix.BlockSize
-	if blocks%s.cfg.SnapshotInterval != 0 && blocks != lastPromptBlock {
+	var kind snapKind
+	if blocks%s.cfg.SnapshotInterval == 0 {
+		kind |= snapInterval
+	}
+	if blocks == (l.nPrompt-1)/prefix.BlockSize {
+		kind |= snapTurn
+	}
+	if at, ok := st.branchAt[l]; ok && at == blocks {
+		kind |= snapShared
+		delete(st.branchAt, l)
+	}
+	if kind == 0 {
 		return
 	}
-	if _, ok := s.snaps.byKey[l.chainKey]; ok {
+	if e, ok := st.byKey[l.chainKey]; ok {
+		e.kind |= kind
 		return
 	}
-	blob, err := s.snaps.m.Snapshot(int(l.slot), l.computed)
+	blob, err := st.m.Snapshot(int(l.slot), l.computed)
 	if err != nil {
 		return // a missing snapshot only costs recompute
 	}
-	s.snaps.put(l.chainKey, blob, false)
+	st.taken.Add(1)
+	st.put(l.chainKey, blob, kind, false)
 }
 
 // resumeFromSnapshot trims a hybrid lane's reused prefix (n blocks acquired
-// from the cache) to the deepest block that has a snapshot, restores that
-// state into the lane's slot, and returns the blocks kept.
-func (s *Scheduler) resumeFromSnapshot(l *lane, n int) int {
+// from the cache, of at most maxBlocks) to the deepest block that has a
+// snapshot, restores that state into the lane's slot, and returns the blocks
+// kept. It then applies the rules above: a branch point at n is marked or
+// scheduled as shared, and the snapshots the lane's conversation passed are
+// released.
+func (s *Scheduler) resumeFromSnapshot(l *lane, n, maxBlocks int) int {
+	st := s.snaps
 	keys := make([]prefix.Key, n+1)
 	keys[0] = l.seed
 	for i := 0; i < n; i++ {
@@ -156,11 +259,11 @@ func (s *Scheduler) resumeFromSnapshot(l *lane, n int) int {
 	}
 	k := n
 	for ; k > 0; k-- {
-		blob := s.snaps.get(keys[k])
+		blob := st.get(keys[k])
 		if blob == nil {
 			continue
 		}
-		if pos, err := s.snaps.m.Restore(int(l.slot), blob); err == nil && pos == k*prefix.BlockSize {
+		if pos, err := st.m.Restore(int(l.slot), blob); err == nil && pos == k*prefix.BlockSize {
 			break
 		}
 	}
@@ -171,6 +274,31 @@ func (s *Scheduler) resumeFromSnapshot(l *lane, n int) int {
 		l.blocks = l.blocks[:k]
 		l.pinned = l.pinned[:k]
 		l.chainKey, l.chainN = keys[k], k
+	}
+	for o := range st.branchAt {
+		if !o.running || o == l {
+			delete(st.branchAt, o)
+		}
+	}
+	var from *snapEntry
+	if k > 0 {
+		st.hits.Add(1)
+		from = st.byKey[keys[k]]
+	}
+	continuing := from != nil && from.kind&snapTurn != 0
+	if n > 0 && n < maxBlocks && !continuing && s.pc.Children(keys[n]) > 0 {
+		if k == n {
+			if from != nil {
+				from.kind |= snapShared
+			}
+		} else {
+			st.branchAt[l] = n
+		}
+	}
+	for d := 1; d < k; d++ {
+		if e := st.byKey[keys[d]]; e != nil && e.kind&snapShared == 0 {
+			st.release(e)
+		}
 	}
 	return k
 }
@@ -183,6 +311,9 @@ func (s *Scheduler) stopAtSnapshot(l *lane, n int) int {
 	next := (l.computed/every + 1) * every
 	if last := (l.nPrompt - 1) / bs * bs; last > l.computed && last < next {
 		next = last
+	}
+	if at, ok := s.snaps.branchAt[l]; ok && at*bs > l.computed && at*bs < next {
+		next = at * bs
 	}
 	if l.computed+n > next {
 		return next - l.computed
