@@ -12,7 +12,25 @@ import (
 type moeScratch struct {
 	logits           []float32
 	xs, gate, up, dn []float32
+	watch            bool      // WatchRouting was called: record margins
+	margins          []float64 // per token row, the smallest routing margin seen
 }
+
+// WatchRouting starts recording, for each token row of the following
+// forward calls, the smallest routing margin of any MoE layer: the gap in
+// router logits between the last expert a token was sent to and the best
+// one it was not. Another backend's rounding can send a token whose margin
+// is that small to a different expert, a discrete change that a numeric
+// comparison must tell apart from an error (as a near-tie between two
+// tokens). Off (no cost) until called; each call starts afresh.
+func (b *Backend) WatchRouting() {
+	b.moe.watch = true
+	b.moe.margins = b.moe.margins[:0]
+}
+
+// RoutingMargins returns the margins recorded since WatchRouting, one per
+// token row (+Inf where no MoE layer ran on that row).
+func (b *Backend) RoutingMargins() []float64 { return b.moe.margins }
 
 func grow(s []float32, n int) []float32 {
 	if cap(s) < n {
@@ -54,6 +72,12 @@ func (b *Backend) MoE(out, x backend.Tensor, m *backend.MoE) {
 			order[e] = e
 		}
 		sort.SliceStable(order, func(i, j int) bool { return probs[order[i]] > probs[order[j]] })
+		if s.watch && m.TopK < E {
+			for len(s.margins) <= t {
+				s.margins = append(s.margins, math.Inf(1))
+			}
+			s.margins[t] = math.Min(s.margins[t], float64(row[order[m.TopK-1]])-float64(row[order[m.TopK]]))
+		}
 		var top float64
 		for _, e := range order[:m.TopK] {
 			top += probs[e]

@@ -157,18 +157,25 @@ func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, t
 		return ls
 	}
 	gl, cl := mk(0), mk(0)
+	diverged := make([]bool, nl)
 	// Prefill each lane separately (chunks of the prompt), then decode all
 	// lanes together.
 	for i, p := range prompts {
 		half := len(p) / 2
 		step(t, g, gl[i:i+1], [][]int32{p[:half]})
+		cpuBe.WatchRouting()
 		step(t, c, cl[i:i+1], [][]int32{p[:half]})
 		lg := step(t, g, gl[i:i+1], [][]int32{p[half:]})[0]
 		lc := step(t, c, cl[i:i+1], [][]int32{p[half:]})[0]
 		w, _, _ := topDelta(lg, lc)
 		t.Logf("lane %d prefill (%d tokens): max |Δ log-prob| top-10 = %.2e", i, len(p), w)
 		if w > tol {
-			t.Errorf("lane %d prefill: max |Δ log-prob| %.3g > %.3g", i, w, tol)
+			if rm := minOf(cpuBe.RoutingMargins()); rm < routingTie {
+				t.Logf("lane %d prefill: max |Δ log-prob| %.3g at a routing near-tie (margin %.3g); lane stops", i, w, rm)
+				diverged[i] = true
+			} else {
+				t.Errorf("lane %d prefill: max |Δ log-prob| %.3g > %.3g", i, w, tol)
+			}
 		}
 	}
 	nextG := make([][]int32, nl)
@@ -177,16 +184,22 @@ func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, t
 		nextG[i] = []int32{int32((i*31 + 7) % V)}
 		nextC[i] = nextG[i]
 	}
-	diverged := make([]bool, nl)
 	var worst float64
 	for s := 0; s < steps; s++ {
 		lg := step(t, g, gl, nextG)
+		cpuBe.WatchRouting()
 		lc := step(t, c, cl, nextC)
+		margins := cpuBe.RoutingMargins() // one token row per lane
 		for i := range lg {
 			if diverged[i] {
 				continue
 			}
 			w, margin, best := topDelta(lg[i], lc[i])
+			if w > tol && i < len(margins) && margins[i] < routingTie {
+				t.Logf("lane %d step %d: max |Δ log-prob| %.3g at a routing near-tie (margin %.3g); lane stops", i, s, w, margins[i])
+				diverged[i] = true
+				continue
+			}
 			worst = math.Max(worst, w)
 			if w > tol {
 				t.Errorf("lane %d step %d: max |Δ log-prob| %.3g > %.3g", i, s, w, tol)
@@ -205,6 +218,19 @@ func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, t
 		}
 	}
 	t.Logf("decode: %d lanes × %d steps, max |Δ log-prob| top-10 = %.2e", nl, steps, worst)
+}
+
+// routingTie is the router-logit gap under which the GPU's rounding may
+// send a token to another expert than the CPU does (a discrete change, like
+// a near-tie between two tokens, not a numeric error).
+const routingTie = 0.05
+
+func minOf(v []float64) float64 {
+	m := math.Inf(1)
+	for _, x := range v {
+		m = math.Min(m, x)
+	}
+	return m
 }
 
 func prompts(r *rand.Rand, V int, lens ...int) [][]int32 {
