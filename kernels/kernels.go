@@ -16,7 +16,7 @@ var files embed.FS
 const preludeName = "prelude.cuh"
 
 // Modules lists the compilable sources (each is one CUDA module).
-var Modules = []string{"elementwise.cu", "gemv.cu", "attention.cu", "prefill.cu"}
+var Modules = []string{"elementwise.cu", "gemv.cu", "attention.cu", "prefill.cu", "sample.cu"}
 
 // Source returns the prelude and the named module as one translation unit,
 // with #line directives so that compiler messages name the right file.

@@ -34,6 +34,24 @@ type Model interface {
 	KVBlocks() int
 }
 
+// Sampling is an optional capability of models whose backend chooses tokens
+// where the logits are (backend.RowSampler): ForwardSample is Forward
+// followed by sampling, and only tokens and requested log-probabilities
+// reach the host. The scheduler finds it by type assertion and uses it for
+// a step when SampleLimits serves every output row; otherwise (prompt
+// log-probs, which need whole rows; more alternatives or logit_bias entries
+// than the device handles; a backend without the capability) it calls
+// Forward and samples on the host. Both paths give the same tokens for the
+// same seeds (see backend.RowSampler's implementations for how exactly).
+type Sampling interface {
+	// SampleLimits says which requests ForwardSample serves; the zero value
+	// means none (the backend cannot sample, or it is switched off).
+	SampleLimits() backend.SampleLimits
+	// ForwardSample runs the batch and serves req[i] from the logits of
+	// b.Outputs[i] into out[i] (len(req) == len(b.Outputs) <= len(out)).
+	ForwardSample(b *Batch, req []backend.SampleRequest, out []backend.SampleResult) error
+}
+
 // Options size a model's run-time buffers.
 type Options struct {
 	KVBlocks       int // KV cache blocks of backend.BlockSize tokens

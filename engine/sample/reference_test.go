@@ -117,43 +117,7 @@ func refProbs(logits []float32, p Params) []float64 {
 
 // implProbs returns the distribution s would draw from for logits,
 // without drawing: the plan of the path s takes, normalised.
-func implProbs(s *Sampler, logits []float32) []float64 {
-	l := slices.Clone(logits)
-	s.adjust(l)
-	probs := make([]float64, len(l))
-	if s.greedy {
-		probs[argmax(l)] = 1
-		return probs
-	}
-	if s.cand != nil {
-		n := s.prepareList(l)
-		z := 0.0
-		for _, e := range s.candW[:n] {
-			z += e
-		}
-		for j, c := range s.cand[:n] {
-			probs[c.ID] += s.candW[j] / z
-		}
-		return probs
-	}
-	pl, tok, done := s.prepareScan(l)
-	if done {
-		probs[tok] = 1
-		return probs
-	}
-	z := 0.0
-	for i, e := range l {
-		if pl.keeps(e, i) {
-			z += float64(e)
-		}
-	}
-	for i, e := range l {
-		if pl.keeps(e, i) {
-			probs[i] = float64(e) / z
-		}
-	}
-	return probs
-}
+func implProbs(s *Sampler, logits []float32) []float64 { return s.Probs(logits, nil) }
 
 // randLogits returns v logits shaped like a language model's: a normal
 // bulk and a few strong candidates. With bf16 set they are rounded to

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/kv"
 	"github.com/infernix/infernix/engine/sample"
 )
@@ -190,7 +191,14 @@ func (s *Scheduler) step() bool {
 	if len(b.Tokens) == 0 {
 		return false
 	}
-	if err := s.m.Forward(b, s.logits); err != nil {
+	device := s.planSampling()
+	var err error
+	if device {
+		err = s.ds.ForwardSample(b, s.sreq, s.sres[:len(s.sreq)])
+	} else {
+		err = s.m.Forward(b, s.logits)
+	}
+	if err != nil {
 		for _, l := range planned {
 			s.finish(l, "error", fmt.Errorf("forward pass failed: %w", err))
 		}
@@ -199,15 +207,14 @@ func (s *Scheduler) step() bool {
 	// Consume the outputs lane by lane, in batch order.
 	row := 0
 	for i, l := range planned {
-		var lastRow []float32
+		last := -1
 		for row < len(s.outIdx) && s.outIdx[row] == l {
-			logits := s.logits[row*s.vocab : (row+1)*s.vocab]
 			pos := int(b.Attn.Pos[b.Outputs[row]])
-			if l.req.PromptLogprobs && pos+1 < l.nPrompt {
-				s.scorePrompt(l, logits, l.tokens[pos+1])
+			if !device && l.req.PromptLogprobs && pos+1 < l.nPrompt {
+				s.scorePrompt(l, s.logits[row*s.vocab:(row+1)*s.vocab], l.tokens[pos+1])
 			}
 			if pos == len(l.tokens)-1 {
-				lastRow = logits
+				last = row
 			}
 			row++
 		}
@@ -220,9 +227,47 @@ func (s *Scheduler) step() bool {
 				l.events <- Event{PromptLogprobs: l.promptLP}
 			}
 		}
-		if lastRow != nil {
-			s.emit(l, lastRow)
+		switch {
+		case last < 0:
+		case device:
+			s.emit(l, &s.sres[last])
+		default:
+			s.hreq[0] = s.request(l)
+			backend.SampleHost(s.logits[last*s.vocab:(last+1)*s.vocab], s.vocab, s.hreq[:], s.hres[:])
+			s.emit(l, &s.hres[0])
 		}
+	}
+	return true
+}
+
+// planSampling decides whether this step's tokens are chosen by the model
+// on its device (model.Sampling) and, if so, fills s.sreq, one request per
+// output row. It draws nothing: the samplers' streams advance only when
+// the rows are served. Prompt scoring needs whole rows of logits, so a
+// step holding such rows runs on the host, as does one with a request
+// beyond the device's limits.
+func (s *Scheduler) planSampling() bool {
+	if s.ds == nil || len(s.outIdx) > s.dsLim.Rows {
+		return false
+	}
+	b := &s.batch
+	s.sreq = s.sreq[:0]
+	for row, l := range s.outIdx {
+		pos := int(b.Attn.Pos[b.Outputs[row]])
+		// A row that is neither scored nor sampled (a recomputed prompt
+		// position of a preempted lane): the given token, no log-probs,
+		// costs nothing.
+		r := backend.SampleRequest{Force: 0, Logprobs: -1}
+		switch {
+		case l.req.PromptLogprobs && pos+1 < l.nPrompt:
+			return false
+		case pos == len(l.tokens)-1:
+			r = s.request(l)
+		}
+		if !s.dsLim.Serves(&r) {
+			return false
+		}
+		s.sreq = append(s.sreq, r)
 	}
 	return true
 }
@@ -235,34 +280,37 @@ func (s *Scheduler) scorePrompt(l *lane, logits []float32, next int32) {
 	l.promptLP = append(l.promptLP, p)
 }
 
-// emit picks the next token of l from its logits and sends it.
-func (s *Scheduler) emit(l *lane, logits []float32) {
+// request is what l's next token asks of the sampler: a draw, or the
+// thinking budget's next forced token (its log-probs only), or nothing when
+// the request generates no tokens.
+func (s *Scheduler) request(l *lane) backend.SampleRequest {
+	r := backend.SampleRequest{Sampler: l.sampler, Logprobs: l.req.Logprobs, Force: -1}
+	switch {
+	case l.req.MaxTokens == 0:
+		r.Force, r.Logprobs = 0, -1
+	case len(l.forced) > 0:
+		r.Force = l.forced[0]
+	}
+	return r
+}
+
+// emit sends l's next token, chosen for request(l) on either path.
+func (s *Scheduler) emit(l *lane, res *backend.SampleResult) {
 	if l.req.MaxTokens == 0 {
 		s.finish(l, "length", nil)
 		return
 	}
-	var ev Event
-	n := max(l.req.Logprobs, 0)
-	switch {
-	case len(l.forced) > 0:
-		ev.Token, l.forced = l.forced[0], l.forced[1:]
+	ev := Event{Token: res.Token}
+	if len(l.forced) > 0 {
+		l.forced = l.forced[1:]
 		ev.Forced = true
-		if l.req.Logprobs >= 0 {
-			ev.Logprob = sample.LogProbOf(logits, ev.Token)
-			if n > 0 {
-				ev.Top = sample.TopLogProbs(logits, n, nil)
-			}
-		}
-	case l.req.Logprobs >= 0:
+	}
+	if l.req.Logprobs >= 0 {
 		// Log-probs describe the model's distribution, not the edited one.
-		var alts []sample.TokenLogProb
-		ev.Token, ev.Logprob, alts = l.sampler.SampleLogProbs(logits, n, s.topBuf[:0])
-		s.topBuf = alts[:0]
-		if n > 0 {
-			ev.Top = append([]sample.TokenLogProb(nil), alts...)
+		ev.Logprob = res.LogProb
+		if l.req.Logprobs > 0 {
+			ev.Top = append([]sample.TokenLogProb(nil), res.Top...)
 		}
-	default:
-		ev.Token = l.sampler.Sample(logits)
 	}
 	s.accept(l, ev)
 }

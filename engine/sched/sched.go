@@ -204,7 +204,17 @@ type Scheduler struct {
 	// freeSlots are the model's unused recurrent-state slots (nil for
 	// attention-only models).
 	freeSlots []int32
-	topBuf    []sample.TokenLogProb
+
+	// Sampling: ds is the model's device sampling (nil: none, or off),
+	// used for a step when it serves every output row (planSampling);
+	// sreq and sres are that step's requests and results, hres the host
+	// path's request and result (Top storage is reused).
+	ds    model.Sampling
+	dsLim backend.SampleLimits
+	sreq  []backend.SampleRequest
+	sres  []backend.SampleResult
+	hreq  [1]backend.SampleRequest
+	hres  [1]backend.SampleResult
 }
 
 // maxOutputs bounds the logits rows of one step (prompt scoring uses chunks of
@@ -244,6 +254,12 @@ func New(m model.Model, cfg Config) *Scheduler {
 		}
 	}
 	s.logits = make([]float32, maxOutputs*s.vocab)
+	if ds, ok := m.(model.Sampling); ok {
+		if lim := ds.SampleLimits(); lim.Rows > 0 {
+			s.ds, s.dsLim = ds, lim
+			s.sres = make([]backend.SampleResult, maxOutputs)
+		}
+	}
 	snapper, hasSnapshots := m.(stateSnapshots)
 	if !cfg.NoPrefixReuse && (prefix.Reusable(m) || hasSnapshots) {
 		s.pc = prefix.New(s.alloc)

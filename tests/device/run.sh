@@ -63,14 +63,14 @@ group() {
 
 T=$root/bin/cuda/cuda.test
 group driver 60 "$root/bin/cuda/driver.test" -test.v
-group ops 240 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestFused|TestHostCopies|TestKVBlockCopy'
+group ops 300 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestFused|TestHostCopies|TestKVBlockCopy|TestSampleRows'
 group attention 300 "$T" -test.v -test.run 'TestAttention|TestDecodeSplits'
 group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestGraphsMatchEager|TestFixtures'
 # fixvar: the fixtures again with one part switched back at a time (bisects a
 # precision change): unfused operators, the old decode attention kernels.
 group fixvar 60 env INFERNIX_CUDA_FUSE=0 "$T" -test.v -test.run 'TestFixtures'
 group fixvar2 60 env INFERNIX_CUDA_DECODE_ATTN=old "$T" -test.v -test.run 'TestFixtures'
-group bench 170 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 165s
+group bench 170 env INFERNIX_CUDA_SAMPLE=1 INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 165s
 if case " $groups " in *" hf "*) ;; *) false ;; esac; then
   echo "== hf reference generation" | tee -a "$log"
   PYTHONUNBUFFERED=1 timeout 150 python3 "$root/tests/device/hf_compare.py" /tmp/infernix-hf >> "$log" 2>&1
@@ -102,6 +102,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"\nbench {r.get('model')} on {r.get('device')}")
 for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 180), ("prefill_4096_tok_s", 30000), ("decode_16lanes_ctx512_tok_s", 2000), ("decode_1lane_ctx512_eager_tok_s", None),
+             ("decode_1lane_ctx512_devsample_tok_s", None), ("decode_1lane_ctx512_hostsample_tok_s", None),
+             ("decode_1lane_ctx512_devsample_topp_tok_s", None), ("decode_1lane_ctx512_hostsample_topp_tok_s", None),
              ("decode_1lane_ctx512_nopdl_tok_s", None), ("decode_1lane_ctx512_pdl_tok_s", None), ("decode_1lane_ctx512_unfused_tok_s", None), ("decode_1lane_ctx32k_oldattn_tok_s", None)]:
     v = r.get(k)
     if v is None:
@@ -109,6 +111,8 @@ for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 1
         continue
     mark = "" if t is None else ("met" if v >= t else f"target {t}")
     print(f"| {k:34s} | {v:9.1f} | {mark}")
+if r.get("devsample_error"):
+    print("device sampling failed:", r["devsample_error"])
 print(f"copy bandwidth {r.get('copy_bandwidth_gb_s', 0):.0f} GB/s, decode roofline {r.get('decode_roofline_tok_s', 0):.0f} tok/s, graphs replayed {r.get('graph_replays')}, captured {r.get('graph_captures')}, fallbacks {r.get('graph_fallbacks')}")
 PY
 done

@@ -41,7 +41,10 @@ type Model struct {
 	out, outNorm, logits               backend.Tensor
 }
 
-var _ model.Model = (*Model)(nil)
+var (
+	_ model.Model    = (*Model)(nil)
+	_ model.Sampling = (*Model)(nil)
+)
 
 // New builds the model from checkpoint weights.
 func New(cfg *model.Config, w model.WeightSource, be backend.Backend, opt model.Options) (model.Model, error) {
@@ -167,24 +170,75 @@ func (m *Model) KVCache() backend.KVCache { return m.kv }
 func (m *Model) MaxPositions() int { return m.rope.MaxPos }
 
 func (m *Model) Forward(b *model.Batch, dst []float32) error {
+	if len(dst) < len(b.Outputs)*m.cfg.VocabSize {
+		return fmt.Errorf("logits buffer too small")
+	}
+	logits, err := m.run(b)
+	if err != nil || logits == nil {
+		return err
+	}
+	m.be.ReadRows(logits, dst[:len(b.Outputs)*m.cfg.VocabSize])
+	return m.checkBackend()
+}
+
+// SampleLimits reports what ForwardSample serves: the backend's sampling
+// on the device, if it has one (model.Sampling).
+func (m *Model) SampleLimits() backend.SampleLimits {
+	if rs, ok := m.be.(backend.RowSampler); ok {
+		return rs.SampleLimits()
+	}
+	return backend.SampleLimits{}
+}
+
+// ForwardSample is Forward with the tokens chosen by the backend
+// (model.Sampling).
+func (m *Model) ForwardSample(b *model.Batch, req []backend.SampleRequest, out []backend.SampleResult) error {
+	rs, ok := m.be.(backend.RowSampler)
+	if !ok {
+		return fmt.Errorf("backend %s cannot sample", m.be.Name())
+	}
+	if len(req) != len(b.Outputs) || len(out) < len(req) {
+		return fmt.Errorf("%d sampling requests and %d results for %d outputs", len(req), len(out), len(b.Outputs))
+	}
+	logits, err := m.run(b)
+	if err != nil || logits == nil {
+		return err
+	}
+	if err := rs.SampleRows(logits, req, out); err != nil {
+		return fmt.Errorf("sampling: %w", err)
+	}
+	return m.checkBackend()
+}
+
+// checkBackend returns a device backend's asynchronous failure, reported
+// after the forward's synchronisation rather than per operator.
+func (m *Model) checkBackend() error {
+	if c, ok := m.be.(backend.Checker); ok {
+		if err := c.Err(); err != nil {
+			return fmt.Errorf("forward pass: %w", err)
+		}
+	}
+	return nil
+}
+
+// run computes the batch up to the LM head and returns the logits of
+// b.Outputs (nil when there are none), not yet read back.
+func (m *Model) run(b *model.Batch) (backend.Tensor, error) {
 	cfg, be := m.cfg, m.be
 	T := len(b.Tokens)
 	if T == 0 {
-		return nil
+		return nil, nil
 	}
 	if T > m.opt.MaxBatchTokens {
-		return fmt.Errorf("batch of %d tokens exceeds the model's %d", T, m.opt.MaxBatchTokens)
+		return nil, fmt.Errorf("batch of %d tokens exceeds the model's %d", T, m.opt.MaxBatchTokens)
 	}
 	for i, p := range b.Attn.Pos {
 		if int(p) >= m.rope.MaxPos {
-			return fmt.Errorf("position %d beyond the model's context of %d", p, m.rope.MaxPos)
+			return nil, fmt.Errorf("position %d beyond the model's context of %d", p, m.rope.MaxPos)
 		}
 		if id := b.Tokens[i]; id < 0 || int(id) >= cfg.VocabSize {
-			return fmt.Errorf("token id %d outside the vocabulary (size %d)", id, cfg.VocabSize)
+			return nil, fmt.Errorf("token id %d outside the vocabulary (size %d)", id, cfg.VocabSize)
 		}
-	}
-	if len(dst) < len(b.Outputs)*cfg.VocabSize {
-		return fmt.Errorf("logits buffer too small")
 	}
 	hd := cfg.HeadDim
 	nh, nkv := cfg.NumAttentionHeads, cfg.NumKeyValueHeads
@@ -222,18 +276,11 @@ func (m *Model) Forward(b *model.Batch, dst []float32) error {
 	}
 	n := len(b.Outputs)
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
 	out, outNorm, logits := be.Rows(m.out, n), be.Rows(m.outNorm, n), be.Rows(m.logits, n)
 	be.Gather(out, x, b.Outputs)
 	be.RMSNorm(outNorm, out, m.norm, eps)
 	be.MatMul(logits, outNorm, m.lmHead)
-	be.ReadRows(logits, dst[:n*cfg.VocabSize])
-	// Device backends report asynchronous failures here rather than per op.
-	if c, ok := be.(backend.Checker); ok {
-		if err := c.Err(); err != nil {
-			return fmt.Errorf("forward pass: %w", err)
-		}
-	}
-	return nil
+	return logits, nil
 }

@@ -12,13 +12,67 @@ import (
 // sequence's recurrent-state slot (nil: slot = sequence index); a sequence
 // whose first token here is at position 0 starts from zero state.
 func (m *Model) Forward(b *model.Batch, dst []float32) error {
+	if len(dst) < len(b.Outputs)*m.cfg.VocabSize {
+		return fmt.Errorf("logits buffer too small")
+	}
+	logits, err := m.run(b)
+	if err != nil || logits == nil {
+		return err
+	}
+	m.be.ReadRows(logits, dst[:len(b.Outputs)*m.cfg.VocabSize])
+	return m.checkBackend()
+}
+
+// SampleLimits reports what ForwardSample serves: the backend's sampling
+// on the device, if it has one (model.Sampling).
+func (m *Model) SampleLimits() backend.SampleLimits {
+	if rs, ok := m.be.(backend.RowSampler); ok {
+		return rs.SampleLimits()
+	}
+	return backend.SampleLimits{}
+}
+
+// ForwardSample is Forward with the tokens chosen by the backend
+// (model.Sampling).
+func (m *Model) ForwardSample(b *model.Batch, req []backend.SampleRequest, out []backend.SampleResult) error {
+	rs, ok := m.be.(backend.RowSampler)
+	if !ok {
+		return fmt.Errorf("backend %s cannot sample", m.be.Name())
+	}
+	if len(req) != len(b.Outputs) || len(out) < len(req) {
+		return fmt.Errorf("%d sampling requests and %d results for %d outputs", len(req), len(out), len(b.Outputs))
+	}
+	logits, err := m.run(b)
+	if err != nil || logits == nil {
+		return err
+	}
+	if err := rs.SampleRows(logits, req, out); err != nil {
+		return fmt.Errorf("sampling: %w", err)
+	}
+	return m.checkBackend()
+}
+
+// checkBackend returns a device backend's asynchronous failure, reported
+// after the forward's synchronisation rather than per operator.
+func (m *Model) checkBackend() error {
+	if c, ok := m.be.(backend.Checker); ok {
+		if err := c.Err(); err != nil {
+			return fmt.Errorf("forward pass: %w", err)
+		}
+	}
+	return nil
+}
+
+// run computes the batch up to the LM head and returns the logits of
+// b.Outputs (nil when there are none), not yet read back.
+func (m *Model) run(b *model.Batch) (backend.Tensor, error) {
 	cfg, be := m.cfg, m.be
 	T := len(b.Tokens)
 	if T == 0 {
-		return nil
+		return nil, nil
 	}
-	if err := m.check(b, dst); err != nil {
-		return err
+	if err := m.check(b); err != nil {
+		return nil, err
 	}
 	eps := float32(cfg.RMSNormEps)
 	x, h, mlp := be.Rows(m.x, T), be.Rows(m.h, T), be.Rows(m.mlp, T)
@@ -51,17 +105,16 @@ func (m *Model) Forward(b *model.Batch, dst []float32) error {
 	}
 	n := len(b.Outputs)
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
 	out, outNorm, logits := be.Rows(m.out, n), be.Rows(m.outNorm, n), be.Rows(m.logits, n)
 	be.Gather(out, x, b.Outputs)
 	be.RMSNorm(outNorm, out, m.norm, eps)
 	be.MatMul(logits, outNorm, m.lmHead)
-	be.ReadRows(logits, dst[:n*cfg.VocabSize])
-	return nil
+	return logits, nil
 }
 
-func (m *Model) check(b *model.Batch, dst []float32) error {
+func (m *Model) check(b *model.Batch) error {
 	cfg := m.cfg
 	T := len(b.Tokens)
 	if T > m.opt.MaxBatchTokens {
@@ -108,9 +161,6 @@ func (m *Model) check(b *model.Batch, dst []float32) error {
 		if o < 0 || int(o) >= T {
 			return fmt.Errorf("output row %d outside the batch of %d tokens", o, T)
 		}
-	}
-	if len(dst) < len(b.Outputs)*cfg.VocabSize {
-		return fmt.Errorf("logits buffer too small")
 	}
 	return nil
 }

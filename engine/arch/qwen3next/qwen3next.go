@@ -84,6 +84,7 @@ type Model struct {
 
 var (
 	_ model.Model    = (*Model)(nil)
+	_ model.Sampling = (*Model)(nil)
 	_ state.Stateful = (*Model)(nil)
 )
 

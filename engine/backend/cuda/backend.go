@@ -13,6 +13,7 @@ import (
 
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/backend/cuda/driver"
+	"github.com/infernix/infernix/engine/sample"
 )
 
 // Options configure New.
@@ -82,6 +83,10 @@ type Backend struct {
 	copyRetries int // host-to-device copies that needed a retry (diagnostics)
 	attnMode    string
 	prefillMin  int // smallest batch for the tensor-core prefill attention (0: default)
+
+	devSample   bool        // sampling on the device (sample.go)
+	sampleWords []int32     // its staged parameters and lists
+	sampleDraw  sample.Draw // scratch
 
 	kvCaches           []*kvCache
 	posCache           stagedRef
@@ -190,6 +195,11 @@ func New(opt Options) (*Backend, error) {
 	b.attnOld = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "old"
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
 	b.g.init(b, opt)
+	if sampleOn() {
+		if err := b.enableSampling(); err != nil {
+			b.logf("cuda: sampling on the device is off: %v", err)
+		}
+	}
 	b.name = fmt.Sprintf("cuda (%s, sm_%d, %d SMs, %.0f GiB, driver %d.%d, NVRTC %s)", dname, b.sm, b.smCount,
 		float64(total)/(1<<30), b.drv.Version()/1000, b.drv.Version()%1000/10, b.rtc.Version())
 	return b, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/sample"
 )
 
 // gpuRandomWeights fills each weight on the device (uniform values of
@@ -284,6 +285,21 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	b.attnOld = true
 	decode("decode_1lane_ctx32k_oldattn", [][]int32{seqBlocks(200, 520)}, 32810, 16)
 	b.attnOld = false
+	if sampleOn() {
+		// Decode at 512 with the token chosen as a server would (Qwen3's
+		// non-thinking defaults: temperature 0.7, top-k 20, top-p 0.8,
+		// seeded), on the device and, for comparison, on the host after
+		// copying the logits. Last, and its failure recorded rather than
+		// raised, so that a faulting kernel costs no other figure.
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					res["devsample_error"] = fmt.Sprint(r)
+				}
+			}()
+			benchSampling(b, m, res, seqBlocks(100, 10), V)
+		}()
+	}
 	rp, capt, fb := b.GraphStats()
 	res["graph_replays"], res["graph_captures"], res["graph_fallbacks"] = rp, capt, fb
 
@@ -291,6 +307,57 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		res["decode_roofline_tok_s"] = bw * 1e9 / float64(ws.Bytes)
 	}
 	return res
+}
+
+// benchSampling measures decode at 512 tokens of context with sampling on
+// the device (ForwardSample) and on the host (Forward + SampleHost). It
+// panics on failure, like benchBody.
+func benchSampling(b *Backend, m model.Model, res map[string]any, blocks []int32, V int) {
+	if err := b.enableSampling(); err != nil {
+		panic(err)
+	}
+	ms, ok := m.(model.Sampling)
+	if !ok || ms.SampleLimits().Rows == 0 {
+		panic("the model does not sample on the device")
+	}
+	seed := uint64(1)
+	logits := make([]float32, V)
+	out := make([]backend.SampleResult, 1)
+	run := func(name string, p sample.Params, device bool, start, steps int) {
+		p.Seed = &seed
+		s := sample.New(p, V, nil)
+		req := []backend.SampleRequest{{Sampler: s, Logprobs: -1, Force: -1}}
+		tok := int32(17)
+		one := func(pos int) {
+			bt := &model.Batch{Tokens: []int32{tok}, Outputs: []int32{0}, Attn: backend.AttnBatch{Blocks: [][]int32{blocks}, Seq: []int32{0}, Pos: []int32{int32(pos)}}}
+			var err error
+			if device {
+				err = ms.ForwardSample(bt, req, out)
+			} else if err = m.Forward(bt, logits); err == nil {
+				backend.SampleHost(logits, V, req, out)
+			}
+			if err != nil {
+				panic(err)
+			}
+			tok = out[0].Token
+			s.Accept(tok)
+		}
+		for i := 0; i < 4; i++ { // warm-up: eager, capture, replay
+			one(start + i)
+		}
+		t0 := time.Now()
+		for i := 0; i < steps; i++ {
+			one(start + 4 + i)
+		}
+		res[name+"_tok_s"] = float64(steps) / time.Since(t0).Seconds()
+	}
+	qwen := sample.Params{Temperature: 0.7, TopK: 20, TopP: 0.8, RepetitionPenalty: 1}
+	run("decode_1lane_ctx512_devsample", qwen, true, 512, 64)
+	run("decode_1lane_ctx512_hostsample", qwen, false, 512, 64)
+	// Top-p alone (the whole vocabulary: engine/sample's scan path).
+	topp := sample.Params{Temperature: 0.7, TopP: 0.9, RepetitionPenalty: 1}
+	run("decode_1lane_ctx512_devsample_topp", topp, true, 512, 32)
+	run("decode_1lane_ctx512_hostsample_topp", topp, false, 512, 32)
 }
 
 func reportBench(t *testing.T, dir string, res map[string]any) {
@@ -307,7 +374,8 @@ func reportBench(t *testing.T, dir string, res map[string]any) {
 		k      string
 		target string
 	}{{"decode_1lane_ctx512_tok_s", "≥ 250"}, {"decode_1lane_ctx32k_tok_s", "≥ 180"}, {"prefill_4096_tok_s", "≥ 30000"},
-		{"decode_16lanes_ctx512_tok_s", "≥ 2000"}, {"decode_1lane_ctx512_eager_tok_s", ""}} {
+		{"decode_16lanes_ctx512_tok_s", "≥ 2000"}, {"decode_1lane_ctx512_eager_tok_s", ""},
+		{"decode_1lane_ctx512_devsample_tok_s", ""}, {"decode_1lane_ctx512_hostsample_tok_s", ""}} {
 		v, _ := res[r.k].(float64)
 		fmt.Printf("| %s | %.1f | %s |\n", strings.TrimSuffix(r.k, "_tok_s"), v, r.target)
 	}

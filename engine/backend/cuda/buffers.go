@@ -52,6 +52,7 @@ const (
 	scrShared         // shared expert output
 	scrSharedZ        // shared expert gate logits
 	scrAttnCnt        // attn_decode's split counters (zero between launches)
+	scrSample         // sample_rows' results
 	numScratch
 )
 

@@ -38,6 +38,7 @@ type kernelSet struct {
 	addRMS                                *kernel
 	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
 	moeRoute, moeCombine                  *kernel
+	sample                                *kernel // nil unless sampling on the device is on (sample.go)
 }
 
 // attnKernels are compiled per (head dim, group size).

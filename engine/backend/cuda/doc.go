@@ -45,6 +45,16 @@
 // and carries on eagerly, so replay never changes results. No model code is
 // involved.
 //
+// # Sampling
+//
+// With INFERNIX_CUDA_SAMPLE=1 the backend is a backend.RowSampler: the
+// LM head's rows stay on the device, kernels/sample.cu chooses each row's
+// token as engine/sample would (the uniform number comes from the
+// sequence's own generator on the host) and computes the requested
+// log-probabilities, and 176 bytes per row come back instead of the
+// vocabulary's logits. See sample.go for what is identical to the host
+// and what is not.
+//
 // # Environment
 //
 //	INFERNIX_CUDA_GRAPHS=0        run every forward eagerly
@@ -55,6 +65,7 @@
 //	INFERNIX_CUDA_NOFUSE=a,b      turn off parts: gemvf, norm, resid, swiglu, attn
 //	INFERNIX_CUDA_PDL=0           no programmatic dependent launch
 //	INFERNIX_CUDA_GEMV_MAX=N      most rows through the decode GEMV (default 8)
+//	INFERNIX_CUDA_SAMPLE=1        choose tokens on the device (sample.go; off until its GPU tests have run)
 //	INFERNIX_KERNEL_CACHE=DIR     compiled-kernel cache (default: user cache dir)
 //	INFERNIX_CUDA_VERBOSE=1       log compilation and kernel resources
 package cuda

@@ -353,7 +353,14 @@ func (b *Backend) endStep() {
 			return
 		}
 		g.clock++
-		kept := g.add(g.T, &graph{exec: ex, trace: append([]rec(nil), g.cur...), used: g.clock})
+		ng := &graph{exec: ex, trace: append([]rec(nil), g.cur...), used: g.clock}
+		kept := g.add(g.T, ng)
+		if kept != ng {
+			// A forward that matched no graph asked for this capture but a
+			// known variant came first (e.g. steps alternating between
+			// Forward and ForwardSample): capture the next one too.
+			g.want[g.T] = true
+		}
 		g.captures[g.T]++
 		g.Captures++
 		b.fail(b.drv.GraphLaunch(kept.exec, b.stream))

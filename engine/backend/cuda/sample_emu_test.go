@@ -1,0 +1,137 @@
+package cuda
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/sample"
+)
+
+var (
+	emuOnce sync.Once
+	emuBin  string
+	emuErr  error
+)
+
+// sampleEmu builds kernels/sample.cu against the CPU emulation in
+// testdata/emu with the host's C++ compiler, once per test binary; it
+// skips the test where there is none.
+func sampleEmu(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the emulated kernel takes seconds (-short)")
+	}
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++ to build the kernel's CPU emulation")
+	}
+	emuOnce.Do(func() {
+		// Cached by the sources' hash, so that a run costs no compilation
+		// unless they changed.
+		h := sha256.New()
+		for _, f := range []string{"testdata/emu/emu.h", "testdata/emu/sample_main.cpp", "../../../kernels/sample.cu"} {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				emuErr = err
+				return
+			}
+			h.Write(data)
+		}
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		dir = filepath.Join(dir, "infernix", "emu")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			emuErr = err
+			return
+		}
+		emuBin = filepath.Join(dir, fmt.Sprintf("sample-%x", h.Sum(nil)[:8]))
+		if _, err := os.Stat(emuBin); err == nil {
+			return
+		}
+		tmp := emuBin + fmt.Sprintf(".tmp%d", os.Getpid())
+		out, err := exec.Command(cxx, "-std=c++20", "-O2", "-pthread", "-ffp-contract=off", "-I", "../../../kernels",
+			"-o", tmp, "testdata/emu/sample_main.cpp").CombinedOutput()
+		if err != nil {
+			os.Remove(tmp)
+			emuErr = fmt.Errorf("building the emulation: %v\n%s", err, out)
+			return
+		}
+		emuErr = os.Rename(tmp, emuBin)
+	})
+	if emuErr != nil {
+		t.Fatal(emuErr)
+	}
+	return emuBin
+}
+
+// emuRunner serves rows with the emulated kernel, blocks of nt threads,
+// through the same encoding and decoding as SampleRows.
+func emuRunner(t *testing.T, nt int) rowRunner {
+	bin := sampleEmu(t)
+	return func(rows [][]float32, req []backend.SampleRequest, out []backend.SampleResult) error {
+		var d sample.Draw
+		words := encodeSample(req, len(rows[0]), nil, &d)
+		var in bytes.Buffer
+		binary.Write(&in, binary.LittleEndian, []int32{int32(len(rows)), int32(len(rows[0])), int32(nt), int32(len(words))})
+		binary.Write(&in, binary.LittleEndian, words)
+		for _, r := range rows {
+			binary.Write(&in, binary.LittleEndian, r)
+		}
+		cmd := exec.Command(bin)
+		cmd.Stdin = &in
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("emulated kernel: %v: %s", err, stderr.Bytes())
+		}
+		raw := make([]int32, len(rows)*sampleOutWords)
+		if err := binary.Read(&stdout, binary.LittleEndian, raw); err != nil {
+			return err
+		}
+		decodeSample(raw, req, out)
+		return nil
+	}
+}
+
+// TestSampleKernelEmulated runs the device sampling checks on
+// kernels/sample.cu compiled for the CPU (testdata/emu): the kernel's
+// logic, the encoding of requests and the decoding of results, against
+// engine/sample. What it cannot show (the GPU's own arithmetic, memory
+// model and performance) TestSampleRows* check on a GPU.
+func TestSampleKernelEmulated(t *testing.T) {
+	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
+		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
+	}
+	run := emuRunner(t, 64)
+	r := newRand(t)
+	t0 := time.Now()
+	t.Run("greedy", func(t *testing.T) { checkGreedy(t, run, 1500, r) })
+	t.Run("odd_vocab", func(t *testing.T) { checkGreedy(t, emuRunner(t, 96), 37, r) })
+	t.Run("distribution", func(t *testing.T) { checkDistribution(t, run, 2000, 8, 2, r) })
+	t.Run("ties", func(t *testing.T) { checkTies(t, run, 2500, 4, r) })
+	if os.Getenv("INFERNIX_EMU_LARGE") == "1" {
+		// Qwen3's vocabulary: minutes under the emulation.
+		const v = 151936
+		t.Run("large_greedy", func(t *testing.T) { checkGreedy(t, run, v, r) })
+		t.Run("large_distribution", func(t *testing.T) { checkDistribution(t, run, v, 2, 1, r) })
+		t.Run("large_ties", func(t *testing.T) { checkTies(t, run, v, 2, r) })
+	}
+	t.Logf("emulated in %v", time.Since(t0).Round(time.Millisecond))
+}
+
+func littleEndian() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}
