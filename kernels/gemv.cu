@@ -269,6 +269,19 @@ extern "C" __global__ void moe_combine(float* out, const float* y, const float* 
 // on the previous kernel), hiding this kernel's ramp behind the previous one.
 // Parameters come as one struct (more than the 16 scalar slots the backend's
 // launch records hold).
+//
+// Split-K (gemvfw_*, INFERNIX_CUDA_GEMV_WIDE): with few outputs (o_proj and
+// down at 4096 rows: 256 blocks, ~16 warps per SM) too few weight bytes are
+// in flight per SM to reach the copy bandwidth (run 7: 2.4 TB/s). The wide
+// kernels split I into S slices of whole 256-element chunks; block
+// j·S + s computes row group j over slice s and writes per-warp sums (and,
+// with NORM, the slice's sum of x²) to part; the last of the S blocks of a
+// group to finish (an atomic counter per group, reset by that block) adds
+// the S partials in slice order and applies the epilogue. The order of the
+// additions does not depend on which block finishes last, so results are
+// bit-identical between runs, eager or replayed. 1/rms is the same in every
+// group: each slice's x² sum is computed by the same lanes in the same order
+// in every block of that slice.
 #define GF_U 4
 #define GF_MULTI 0
 #define GF_SWIGLU 1
@@ -288,13 +301,114 @@ struct GemvP {
   float* sum;       // RESID: aux + out [T, O]
   int O0, O1, O2, nb0, nb1, T, I;
   float eps;
+  // Wide kernels only: S slices; part holds the groups' counters (ints,
+  // gridDim.x / S of them, padded to 32) and then GF_SLOT(R) floats per
+  // block.
+  float* part;
+  int S;
 };
+#define GF_SLOT(R) (GW_BLOCK_ROWS * (R) + (R))
 
+// The split-K tail of gemvf (WIDE): publish this block's per-warp sums,
+// count the block, and let the last block of the row group add the S
+// partials in slice order and apply the epilogue as gemvf does. blk is the
+// group's index within its product (out, O), grp across the launch.
 template <int R, int NORM, int MODE>
+__device__ __forceinline__ void gemvf_reduce(const GemvP& p, float (&acc)[R][2], float (&ss)[R], int blk, int grp, int s,
+                                             int O, float* out) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int T = p.T, S = p.S, ngrp = gridDim.x / S;
+  int* cnt = (int*)p.part;
+  float* parts = p.part + ((ngrp + 31) & ~31);
+  float* slot = parts + (long)(grp * S + s) * GF_SLOT(R);
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const float a0 = warp_sum(acc[r][0]), a1 = warp_sum(acc[r][1]);
+    const float q = NORM ? warp_sum(ss[r]) : 0.f;
+    if (lane == 0 && r < T) {
+      slot[(warp * 2) * R + r] = a0;
+      slot[(warp * 2 + 1) * R + r] = a1;
+      if (NORM && warp == 0) slot[GW_BLOCK_ROWS * R + r] = q;
+    }
+  }
+  __shared__ int last;
+  __shared__ float invs[R];
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(cnt + grp, 1) == S - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const float* gp = parts + (long)grp * S * GF_SLOT(R);  // the group's S slots
+  if (threadIdx.x < R) {
+    float inv = 1.f;
+    if (NORM) {
+      float q = 0.f;
+      for (int j = 0; j < S; j++) q += __ldcg(gp + (long)j * GF_SLOT(R) + GW_BLOCK_ROWS * R + threadIdx.x);
+      inv = 1.f / sqrtf(q / (float)p.I + p.eps);
+    }
+    invs[threadIdx.x] = inv;
+  }
+  __syncthreads();
+  if (MODE == GF_SWIGLU) {
+    // Warp w's two rows are gate and up of output blk·GW_WARPS + w.
+    for (int idx = threadIdx.x; idx < GW_WARPS * R; idx += GEMV_THREADS) {
+      const int w = idx / R, r = idx - w * R, o = blk * GW_WARPS + w;
+      if (r >= T || o >= O) continue;
+      float gv = 0.f, uv = 0.f;
+      for (int j = 0; j < S; j++) {
+        gv += __ldcg(gp + (long)j * GF_SLOT(R) + (w * 2) * R + r);
+        uv += __ldcg(gp + (long)j * GF_SLOT(R) + (w * 2 + 1) * R + r);
+      }
+      gv *= invs[r];
+      uv *= invs[r];
+      const long ix = (long)r * O + o;
+      // In this order: aux may alias out0 or out1, and ends as the SwiGLU.
+      p.out0[ix] = gv;
+      p.out1[ix] = uv;
+      p.aux[ix] = silu(gv) * uv;
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < GW_BLOCK_ROWS * R; idx += GEMV_THREADS) {
+      const int row = idx / R, r = idx - row * R, o = blk * GW_BLOCK_ROWS + row;
+      if (r >= T || o >= O) continue;
+      float a = 0.f;
+      for (int j = 0; j < S; j++) a += __ldcg(gp + (long)j * GF_SLOT(R) + idx);
+      a *= invs[r];
+      const long ix = (long)r * O + o;
+      out[ix] = a;
+      if (MODE == GF_RESID) p.sum[ix] = p.aux[ix] + a;
+    }
+  }
+  if (NORM && p.h != 0) {
+    // The normalised rows, spread over the groups' last blocks.
+    for (int r = 0; r < T && r < R; r++) {
+      for (int i = (grp * GEMV_THREADS + (int)threadIdx.x) * 4; i < p.I; i += ngrp * GEMV_THREADS * 4) {
+        const float4 v = *(const float4*)(p.x + (long)r * p.I + i);
+        const float4 g = *(const float4*)(p.nw + i);
+        const float inv = invs[r];
+        *(float4*)(p.h + (long)r * p.I + i) = make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z, v.w * inv * g.w);
+      }
+    }
+  }
+  if (threadIdx.x == 0) cnt[grp] = 0;  // ready for the next launch or graph replay
+}
+
+template <int R, int NORM, int MODE, int WIDE>
 __device__ __forceinline__ void gemvf(const GemvP& p) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int T = p.T, I = p.I;
   int blk = blockIdx.x;
+  // The slice [k0, k1) of I this block reads (all of it unless WIDE).
+  int k0 = 0, k1 = I, s = 0, grp = 0;
+  if (WIDE) {
+    s = blk % p.S;
+    blk /= p.S;
+    grp = blk;
+    const int ks = ((I + p.S - 1) / p.S + 255) & ~255;
+    k0 = min(I, s * ks);
+    k1 = min(I, k0 + ks);
+  }
   float* out = p.out0;
   const u16* w = p.w0;
   int O = p.O0;
@@ -324,8 +438,8 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
   uint4 wv[GF_U][2];
 #pragma unroll
   for (int u = 0; u < GF_U; u++) {
-    const int i = lane * 8 + u * 256;
-    if (i < I) {
+    const int i = k0 + lane * 8 + u * 256;
+    if (i < k1) {
       wv[u][0] = ld_stream(wr0 + i);
       wv[u][1] = ld_stream(wr1 + i);
     }
@@ -337,11 +451,11 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     acc[r][0] = acc[r][1] = 0.f;
     ss[r] = 0.f;
   }
-  for (int i0 = lane * 8;;) {
+  for (int i0 = k0 + lane * 8;;) {
 #pragma unroll
     for (int u = 0; u < GF_U; u++) {
       const int i = i0 + u * 256;
-      if (i < I) {
+      if (i < k1) {
         float wf0[8], wf1[8], g[8];
         unpack_bf16x8(wv[u][0], wf0);
         unpack_bf16x8(wv[u][1], wf1);
@@ -373,15 +487,19 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
       }
     }
     i0 += 256 * GF_U;
-    if (i0 >= I) break;
+    if (i0 >= k1) break;
 #pragma unroll
     for (int u = 0; u < GF_U; u++) {
       const int i = i0 + u * 256;
-      if (i < I) {
+      if (i < k1) {
         wv[u][0] = ld_stream(wr0 + i);
         wv[u][1] = ld_stream(wr1 + i);
       }
     }
+  }
+  if (WIDE) {
+    gemvf_reduce<R, NORM, MODE>(p, acc, ss, blk, grp, s, O, out);
+    return;
   }
   float inv[R];
 #pragma unroll
@@ -433,8 +551,18 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
   }
 }
 
-#define GEMVF(M, N, R) \
-  extern "C" __global__ void __launch_bounds__(GEMV_THREADS) gemvf_m##M##_n##N##_r##R(const GemvP p) { gemvf<R, N, M>(p); }
+// The wide kernels without the norm prologue (o_proj, down) are held to 64
+// registers at R ≤ 2, so that 4 blocks (32 warps) fit an SM; with the norm
+// that cap spills (NVRTC 11.8), so they keep what they need (~80: 3 blocks).
+// The host sizes the split from the register count it reads back.
+#define GFW_MINB(N, R) ((N) == 0 && (R) <= 2 ? 4 : 1)
+#define GEMVF(M, N, R)                                                                                           \
+  extern "C" __global__ void __launch_bounds__(GEMV_THREADS) gemvf_m##M##_n##N##_r##R(const GemvP p) {           \
+    gemvf<R, N, M, 0>(p);                                                                                        \
+  }                                                                                                              \
+  extern "C" __global__ void __launch_bounds__(GEMV_THREADS, GFW_MINB(N, R)) gemvfw_m##M##_n##N##_r##R(const GemvP p) { \
+    gemvf<R, N, M, 1>(p);                                                                                        \
+  }
 #define GEMVF_R(M, N) GEMVF(M, N, 1) GEMVF(M, N, 2) GEMVF(M, N, 4) GEMVF(M, N, 8)
 GEMVF_R(0, 0)
 GEMVF_R(0, 1)

@@ -108,6 +108,10 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// The kernel's dynamic shared memory as an array of T (a macro, so that the
+// CPU emulation of the tests can supply its own).
+#define EXTERN_SMEM(T, name) extern __shared__ __align__(16) T name[]
+
 // Asynchronous global → shared copies (sm_80+).
 __device__ __forceinline__ u32 smem_addr(const void* p) {
   u32 a;

@@ -8,7 +8,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model bench hf hf32 load cli) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew bench hf hf32 load cli) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -33,7 +33,7 @@ log=$out/log.txt
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export INFERNIX_KERNEL_CACHE=${INFERNIX_KERNEL_CACHE:-/tmp/infernix-kernels}
 export INFERNIX_COMMIT=$(cat bin/cuda/COMMIT 2>/dev/null || echo unknown)
-groups=${CUDA_GROUPS:-driver ops attention model bench hf hf32 cli}
+groups=${CUDA_GROUPS:-driver ops attention model fixnew bench hf hf32 cli}
 
 {
   nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.sm,clocks.mem --format=csv
@@ -70,6 +70,10 @@ group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestG
 # precision change): unfused operators, the old decode attention kernels.
 group fixvar 60 env INFERNIX_CUDA_FUSE=0 "$T" -test.v -test.run 'TestFixtures'
 group fixvar2 60 env INFERNIX_CUDA_DECODE_ATTN=old "$T" -test.v -test.run 'TestFixtures'
+# fixnew: the fixtures and the random models with the switches prepared for
+# issue 6 on (split-K products, deep decode attention); the kernels' own
+# checks run in the ops/attention/model groups (wide*, deep* subtests).
+group fixnew 120 env INFERNIX_CUDA_GEMV_WIDE=1 INFERNIX_CUDA_ATTN_DEEP=1 "$T" -test.v -test.run 'TestFixtures|TestModelRandom|TestGraphsMatchEager'
 group bench 170 env INFERNIX_CUDA_SAMPLE=1 INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 165s
 if case " $groups " in *" hf "*) ;; *) false ;; esac; then
   echo "== hf reference generation" | tee -a "$log"
@@ -104,7 +108,10 @@ print(f"\nbench {r.get('model')} on {r.get('device')}")
 for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 180), ("prefill_4096_tok_s", 30000), ("decode_16lanes_ctx512_tok_s", 2000), ("decode_1lane_ctx512_eager_tok_s", None),
              ("decode_1lane_ctx512_devsample_tok_s", None), ("decode_1lane_ctx512_hostsample_tok_s", None),
              ("decode_1lane_ctx512_devsample_topp_tok_s", None), ("decode_1lane_ctx512_hostsample_topp_tok_s", None),
-             ("decode_1lane_ctx512_nopdl_tok_s", None), ("decode_1lane_ctx512_pdl_tok_s", None), ("decode_1lane_ctx512_unfused_tok_s", None), ("decode_1lane_ctx32k_oldattn_tok_s", None)]:
+             ("decode_1lane_ctx512_nopdl_tok_s", None), ("decode_1lane_ctx512_pdl_tok_s", None), ("decode_1lane_ctx512_unfused_tok_s", None), ("decode_1lane_ctx32k_oldattn_tok_s", None),
+             ("decode_1lane_ctx512_wide_tok_s", None), ("decode_1lane_ctx512_wide2_tok_s", None), ("decode_1lane_ctx512_wide4_tok_s", None),
+             ("decode_1lane_ctx32k_deep_tok_s", None), ("decode_1lane_ctx32k_deep3_tok_s", None),
+             ("decode_1lane_ctx512_wide_deep_tok_s", None), ("decode_1lane_ctx32k_wide_deep_tok_s", None)]:
     v = r.get(k)
     if v is None:
         print(f"| {k:34s} |        – |")

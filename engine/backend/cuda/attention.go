@@ -117,13 +117,20 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 	// is held, which must happen before the fusion decision below.
 	var part, cnt driver.DevPtr
 	chunk, zmax := 0, 0
+	var decodeK *kernel
+	decodeSmem, decodeNT := 0, 0
 	if !usePrefill {
 		if b.attnOld {
 			zmax = oldSplits(m.maxLen, c.spec.Blocks)
 			chunk = 128
 		} else {
 			// The merge keeps G·nz weights in the K/V stages' shared memory.
-			chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, ak.decodeSmem/4/G)
+			dk, dsmem, perSM := ak.decodeFor(b.attnDeep)
+			chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, dsmem/4/G, perSM, dk != ak.decode)
+			decodeK, decodeSmem, decodeNT = dk, dsmem, 128
+			if dk != ak.decode {
+				decodeNT = 256
+			}
 			if cnt, ok = b.attnCounters(T * kvh); !ok {
 				return
 			}
@@ -161,7 +168,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		b.launch(ak.combine, uint32(heads), uint32(T), 1, 128, 1, 0, ptr(o.ptr), ptr(part), ptr(m.pos), i32(heads), i32(zmax))
 		return
 	}
-	b.launch(ak.decode, uint32(kvh), uint32(T), uint32(zmax), 128, 1, uint32(ak.decodeSmem),
+	b.launch(decodeK, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem),
 		ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(part), ptr(cnt), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs),
 		i32(kvh), f32(scale), i32(zmax), i32(chunk))
 }
@@ -181,22 +188,35 @@ func oldSplits(maxLen, poolBlocks int) int {
 // decodeSplits picks attn_decode's split size (positions, a power-of-two
 // number of 64-position tiles) and grid depth for a batch whose longest
 // context is maxLen: enough splits that T·kvh·splits blocks fill the GPU
-// once (2 per SM: a block's K/V stages take ~105 KB of shared memory at
-// head dim 128), and no more, since every split costs a partial write and a
+// once (perSM blocks per SM: 2 for attn_decode, whose K/V stages take
+// ~105 KB of shared memory at head dim 128; 3 for attn_decode_deep), and no more, since every split costs a partial write and a
 // share of the merge; at most maxSplits per token. Both numbers change only
 // when the context crosses a power-of-two bucket, so a growing decode keeps
 // its captured graph.
-func (b *Backend) decodeSplits(maxLen, T, kvh, poolBlocks, maxSplits int) (chunk, zmax int) {
+//
+// fine (the deep kernels) also allows 3·2ᵏ tiles per split, so that the
+// split count can land nearer the target: at 32K on an H200 (513 tiles,
+// 8 KV heads, 3 blocks per SM: at most 49 splits) 12 tiles make 43 splits,
+// 344 blocks, where powers of two give 16 tiles, 33 splits, 264 blocks (2
+// per SM, as attn_decode).
+func (b *Backend) decodeSplits(maxLen, T, kvh, poolBlocks, maxSplits, perSM int, fine bool) (chunk, zmax int) {
 	target := b.attnBlocks
 	if target <= 0 {
-		target = 2 * b.smCount
+		target = perSM * b.smCount
 	}
 	tiles := (maxLen + 63) / 64
 	// Splits per token never exceed per (tiles ≤ tps·per).
 	per := min(max(1, target/(kvh*T)), max(1, maxSplits))
 	tps := 1
 	for tps*per < tiles {
-		tps *= 2
+		switch {
+		case !fine || tps == 1:
+			tps *= 2
+		case tps&(tps-1) == 0:
+			tps = tps / 2 * 3 // 2ᵏ → 3·2ᵏ⁻¹
+		default:
+			tps = tps / 3 * 4 // 3·2ᵏ⁻¹ → 2ᵏ⁺¹
+		}
 	}
 	nz := (tiles + tps - 1) / tps
 	zmax = 1
@@ -205,6 +225,19 @@ func (b *Backend) decodeSplits(maxLen, T, kvh, poolBlocks, maxSplits int) (chunk
 	}
 	poolSplits := (poolBlocks + tps - 1) / tps
 	return tps * 64, min(zmax, max(nz, poolSplits))
+}
+
+// decodeFor picks the decode attention kernel for INFERNIX_CUDA_ATTN_DEEP
+// (deep: 0, 1 or 3), its dynamic shared memory and blocks per SM; the
+// default kernel where a deep one does not fit.
+func (a *attnKernels) decodeFor(deep int) (*kernel, int, int) {
+	switch {
+	case deep == 1 && a.deepPerSM > 0:
+		return a.deep, a.deepSmem, a.deepPerSM
+	case deep == 3 && a.deep3PerSM > 0:
+		return a.deep3, a.deep3Smem, a.deep3PerSM
+	}
+	return a.decode, a.decodeSmem, 2
 }
 
 // attnCounters returns attn_decode's per-(token, KV head) split counters:

@@ -13,23 +13,31 @@ import (
 // batch, its splits sized for the GPU: mostly one tile each here), blocks8
 // (attn_decode aiming at 8 blocks a launch: several multi-tile splits per
 // token, merged by the last one), old (attn_split + attn_combine) and
-// prefill (the tensor-core kernel for every batch of ≥ 2 tokens).
+// prefill (the tensor-core kernel for every batch of ≥ 2 tokens), deep and
+// deep3 (attn_decode_deep, attn_decode_deep3: INFERNIX_CUDA_ATTN_DEEP) and
+// deep-blocks8 (the deep kernel with multi-tile splits and the merge).
 func TestAttention(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
-	defer func(m string, p, blk int, old bool) {
-		b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld = m, p, blk, old
-	}(b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld)
+	defer func(m string, p, blk int, old bool, deep int) {
+		b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep = m, p, blk, old, deep
+	}(b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep)
 	for _, c := range []struct{ kvh, G, hd, long int }{
 		{2, 4, 128, 1200}, {1, 8, 64, 300}, {4, 1, 64, 300}, {2, 2, 16, 300}, {2, 2, 256, 300}, {1, 16, 128, 300}, {2, 4, 32, 130},
 		{1, 4, 40, 200}, {1, 3, 128, 150},
 	} {
-		for _, mode := range []string{"split", "blocks8", "old", "prefill"} {
+		for _, mode := range []string{"split", "blocks8", "old", "prefill", "deep", "deep3", "deep-blocks8"} {
 			t.Run(fmt.Sprintf("kvh%d_g%d_hd%d_%s", c.kvh, c.G, c.hd, mode), func(t *testing.T) {
-				b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld = "split", 0, 0, false
+				b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep = "split", 0, 0, false, 0
 				switch mode {
 				case "blocks8":
 					b.attnBlocks = 8
+				case "deep":
+					b.attnDeep = 1
+				case "deep3":
+					b.attnDeep = 3
+				case "deep-blocks8":
+					b.attnDeep, b.attnBlocks = 1, 8
 				case "old":
 					b.attnOld = true
 				case "prefill":
@@ -95,17 +103,22 @@ func TestAttention(t *testing.T) {
 // changes its launch (and so its graph) only a few times.
 func TestDecodeSplits(t *testing.T) {
 	b := &Backend{smCount: 132}
-	for _, c := range []struct{ T, kvh, maxSplits int }{{1, 8, 1000}, {16, 8, 1000}, {1, 1, 1000}, {3, 2, 1000}, {1, 8, 12}, {1200, 2, 100}} {
+	for _, c := range []struct {
+		T, kvh, maxSplits, perSM int
+		fine                     bool
+	}{{1, 8, 1000, 2, false}, {16, 8, 1000, 2, false}, {1, 1, 1000, 2, false}, {3, 2, 1000, 2, false}, {1, 8, 12, 2, false},
+		{1200, 2, 100, 2, false}, {1, 8, 1000, 3, true}, {16, 8, 1000, 3, true}, {1, 1, 1000, 3, true}, {3, 2, 20, 3, true}} {
 		changes := 0
 		prev := [2]int{}
 		for maxLen := 1; maxLen <= 33000; maxLen++ {
-			chunk, zmax := b.decodeSplits(maxLen, c.T, c.kvh, 600, c.maxSplits)
+			chunk, zmax := b.decodeSplits(maxLen, c.T, c.kvh, 600, c.maxSplits, c.perSM, c.fine)
 			tps := chunk / 64
 			nz := (maxLen + chunk - 1) / chunk
-			if chunk%64 != 0 || tps&(tps-1) != 0 || nz > zmax || nz > c.maxSplits {
+			pow2 := tps&(tps-1) == 0
+			if chunk%64 != 0 || !(pow2 || c.fine && tps%3 == 0 && (tps/3)&(tps/3-1) == 0) || nz > zmax || nz > c.maxSplits {
 				t.Fatalf("%+v maxLen %d: chunk %d, zmax %d, %d splits", c, maxLen, chunk, zmax, nz)
 			}
-			if blocks := c.T * c.kvh * nz; tps > 1 && nz > 1 && blocks > 2*b.smCount {
+			if blocks := c.T * c.kvh * nz; tps > 1 && nz > 1 && blocks > c.perSM*b.smCount {
 				t.Fatalf("%+v maxLen %d: %d blocks of %d positions for %d SMs", c, maxLen, blocks, chunk, b.smCount)
 			}
 			if cur := [2]int{chunk, zmax}; cur != prev {
@@ -117,7 +130,10 @@ func TestDecodeSplits(t *testing.T) {
 			t.Errorf("%+v: the launch changed %d times over 33K positions", c, changes)
 		}
 	}
-	if chunk, zmax := b.decodeSplits(32773, 1, 8, 1200, 1000); chunk != 1024 || zmax != 64 {
+	if chunk, zmax := b.decodeSplits(32773, 1, 8, 1200, 1000, 2, false); chunk != 1024 || zmax != 64 {
 		t.Errorf("Qwen3-8B at 32K: chunk %d, zmax %d; want 1024, 64 (33 splits × 8 heads = 264 blocks)", chunk, zmax)
+	}
+	if chunk, zmax := b.decodeSplits(32773, 1, 8, 1200, 1000, 3, true); chunk != 768 || zmax != 64 {
+		t.Errorf("Qwen3-8B at 32K, deep: chunk %d, zmax %d; want 768, 64 (43 splits × 8 heads = 344 blocks)", chunk, zmax)
 	}
 }

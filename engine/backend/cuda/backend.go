@@ -38,15 +38,16 @@ type Backend struct {
 	stream driver.Stream
 	tid    int // OS thread the context was last made current on
 
-	name     string
-	sm       int // compute capability ×10 (90 on Hopper)
-	smCount  int
-	maxSmem  int // opt-in shared memory per block
-	arch     string
-	cubin    bool
-	cacheDir string
-	logf     func(string, ...any)
-	verbose  bool
+	name      string
+	sm        int // compute capability ×10 (90 on Hopper)
+	smCount   int
+	maxSmem   int // opt-in shared memory per block
+	smemPerSM int // shared memory per SM
+	arch      string
+	cubin     bool
+	cacheDir  string
+	logf      func(string, ...any)
+	verbose   bool
 
 	err error
 
@@ -78,6 +79,8 @@ type Backend struct {
 	pdlRefused  bool      // the driver refused a PDL launch: plain launches only
 	attnOld     bool      // decode attention through attn_split + attn_combine
 	attnBlocks  int       // blocks one decode-attention launch aims at (0: 2 per SM)
+	gemvWide    int       // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
+	attnDeep    int       // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
 	launches    int       // kernel launches recorded (tests: did fusion happen)
 	gemvMax     int
 	copyRetries int // host-to-device copies that needed a retry (diagnostics)
@@ -96,7 +99,9 @@ type Backend struct {
 	g graphState
 }
 
-const maxArgs = 16
+// maxArgs is the most 64-bit parameter slots a launch takes (struct GemvP
+// of kernels/gemv.cu takes 17).
+const maxArgs = 20
 
 var _ backend.Backend = (*Backend)(nil)
 var _ backend.Checker = (*Backend)(nil)
@@ -149,6 +154,7 @@ func New(opt Options) (*Backend, error) {
 	}
 	b.smCount, _ = b.drv.Attr(b.dev, driver.AttrMultiprocessorCount)
 	b.maxSmem, _ = b.drv.Attr(b.dev, driver.AttrMaxSharedPerBlockOptin)
+	b.smemPerSM, _ = b.drv.Attr(b.dev, driver.AttrMaxSharedPerSM)
 	dname, _ := b.drv.DeviceName(b.dev)
 	total, _ := b.drv.TotalMem(b.dev)
 	if b.ctx, err = b.drv.PrimaryCtxRetain(b.dev); err != nil {
@@ -194,6 +200,10 @@ func New(opt Options) (*Backend, error) {
 	b.pdl = b.pdlOK && os.Getenv("INFERNIX_CUDA_PDL") == "1"
 	b.attnOld = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "old"
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
+	b.gemvWide = gemvWideConfig(os.Getenv("INFERNIX_CUDA_GEMV_WIDE"))
+	if d := envInt("INFERNIX_CUDA_ATTN_DEEP", 0); d == 1 || d == 3 {
+		b.attnDeep = d
+	}
 	b.g.init(b, opt)
 	if sampleOn() {
 		if err := b.enableSampling(); err != nil {

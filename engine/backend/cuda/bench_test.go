@@ -285,6 +285,33 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	b.attnOld = true
 	decode("decode_1lane_ctx32k_oldattn", [][]int32{seqBlocks(200, 520)}, 32810, 16)
 	b.attnOld = false
+	// The switches prepared for the next session, each on its own and
+	// then together (issue 6): split-K products (INFERNIX_CUDA_GEMV_WIDE:
+	// sized per launch, then 2 and 4 slices for every fused product) and
+	// the deep decode attention (INFERNIX_CUDA_ATTN_DEEP=1, 3).
+	wide, deep := b.gemvWide, b.attnDeep
+	for _, w := range []struct {
+		name string
+		v    int
+	}{{"wide", -1}, {"wide2", 2}, {"wide4", 4}} {
+		b.flush()
+		b.gemvWide = w.v
+		decode("decode_1lane_ctx512_"+w.name, [][]int32{seqBlocks(100, 10)}, 640, 32)
+	}
+	b.flush()
+	b.gemvWide = 0
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"deep", 1}, {"deep3", 3}} {
+		b.attnDeep = d.v
+		decode("decode_1lane_ctx32k_"+d.name, [][]int32{seqBlocks(200, 520)}, 32830, 16)
+	}
+	b.gemvWide, b.attnDeep = -1, 1
+	decode("decode_1lane_ctx512_wide_deep", [][]int32{seqBlocks(100, 10)}, 700, 32)
+	decode("decode_1lane_ctx32k_wide_deep", [][]int32{seqBlocks(200, 520)}, 32850, 16)
+	b.flush()
+	b.gemvWide, b.attnDeep = wide, deep
 	if sampleOn() {
 		// Decode at 512 with the token chosen as a server would (Qwen3's
 		// non-thinking defaults: temperature 0.7, top-k 20, top-p 0.8,

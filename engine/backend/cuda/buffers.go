@@ -53,6 +53,7 @@ const (
 	scrSharedZ        // shared expert gate logits
 	scrAttnCnt        // attn_decode's split counters (zero between launches)
 	scrSample         // sample_rows' results
+	scrGemvW          // split-K GEMV counters (zero between launches) and partial sums
 	numScratch
 )
 

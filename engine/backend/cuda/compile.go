@@ -21,6 +21,7 @@ type kernel struct {
 	name string
 	fn   driver.Function
 	pdl  bool
+	regs int // registers per thread (sizing split-K grids to what fits at once)
 }
 
 var dtName = [3]string{"f32", "f16", "bf16"} // indexed by backend.DType
@@ -35,6 +36,7 @@ type kernelSet struct {
 	gemv                                  [3][4]*kernel    // dtype × R ∈ {1, 2, 4, 8}
 	gemv3                                 [4]*kernel       // bf16, R ∈ {1, 2, 4, 8}
 	gemvf                                 [3][2][4]*kernel // fused decode products: mode × norm × R (kernels/gemv.cu)
+	gemvfw                                [3][2][4]*kernel // the same, split over I (INFERNIX_CUDA_GEMV_WIDE)
 	addRMS                                *kernel
 	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
 	moeRoute, moeCombine                  *kernel
@@ -47,9 +49,15 @@ type attnKernels struct {
 	splitSmem      int     // dynamic shared memory of split (its K/V tiles)
 	decode         *kernel // split + combine in one launch (flash decoding)
 	decodeSmem     int
-	prep           *kernel // QK-norm + RoPE + KV store
-	prefill        *kernel // nil where the tensor-core kernel does not apply
-	prefillSmem    int
+	// attn_decode_deep (2 stages) and attn_decode_deep3 (INFERNIX_CUDA_ATTN_DEEP=1, 3):
+	// 256 threads, swizzled rows; their dynamic shared memory and how many
+	// blocks of each fit an SM.
+	deep, deep3           *kernel
+	deepSmem, deep3Smem   int
+	deepPerSM, deep3PerSM int
+	prep                  *kernel // QK-norm + RoPE + KV store
+	prefill               *kernel // nil where the tensor-core kernel does not apply
+	prefillSmem           int
 }
 
 func cacheDir(opt string) string {
@@ -139,8 +147,9 @@ func (b *Backend) load(name string, defines []string, fns map[string]**kernel) e
 		// Every kernel of these modules begins with PDL_ENTRY (the
 		// tensor-core prefill kernel does not).
 		*dst = &kernel{name: n, fn: f, pdl: name != "prefill.cu"}
+		(*dst).regs, _ = b.drv.FuncGetAttribute(f, driver.FuncAttrNumRegs)
 		if b.verbose {
-			regs, _ := b.drv.FuncGetAttribute(f, driver.FuncAttrNumRegs)
+			regs := (*dst).regs
 			local, _ := b.drv.FuncGetAttribute(f, driver.FuncAttrLocalSizeBytes)
 			b.logf("cuda: %s: %d registers, %d bytes local memory", n, regs, local)
 		}
@@ -162,6 +171,7 @@ func (b *Backend) loadKernels() error {
 		for nrm := 0; nrm < 2; nrm++ {
 			for i, r := range []int{1, 2, 4, 8} {
 				gv[fmt.Sprintf("gemvf_m%d_n%d_r%d", m, nrm, r)] = &k.gemvf[m][nrm][i]
+				gv[fmt.Sprintf("gemvfw_m%d_n%d_r%d", m, nrm, r)] = &k.gemvfw[m][nrm][i]
 			}
 		}
 	}
@@ -202,7 +212,7 @@ func (b *Backend) attnFor(hd, g int) (*attnKernels, error) {
 	a := &attnKernels{}
 	defs := []string{fmt.Sprintf("HD=%d", hd), fmt.Sprintf("G=%d", g)}
 	if err := b.load("attention.cu", defs, map[string]**kernel{"attn_split": &a.split, "attn_combine": &a.combine,
-		"attn_decode": &a.decode, "attn_prep": &a.prep}); err != nil {
+		"attn_decode": &a.decode, "attn_prep": &a.prep, "attn_decode_deep": &a.deep, "attn_decode_deep3": &a.deep3}); err != nil {
 		return nil, err
 	}
 	// DSTAGES in kernels/attention.cu: three stages of 64-position K and V
@@ -217,6 +227,28 @@ func (b *Backend) attnFor(hd, g int) (*attnKernels, error) {
 	}
 	if err := b.drv.FuncSetAttribute(a.decode.fn, driver.FuncAttrMaxDynamicShared, a.decodeSmem); err != nil {
 		return nil, err
+	}
+	// The deep kernels: rows unpadded (swizzled) where hd is a multiple
+	// of 64 (DSWZ_DEEP), 2 stages, or 3 (deep3) up to head dim 128.
+	row := hd + 8
+	if hd%64 == 0 {
+		row = hd
+	}
+	a.deepSmem = 2 * 2 * 64 * row * 2
+	a.deep3Smem = stages * 2 * 64 * row * 2
+	for _, d := range []struct {
+		k     *kernel
+		smem  int
+		perSM *int
+	}{{a.deep, a.deepSmem, &a.deepPerSM}, {a.deep3, a.deep3Smem, &a.deep3PerSM}} {
+		if d.smem > b.maxSmem-32<<10 {
+			continue // perSM stays 0: not used
+		}
+		if err := b.drv.FuncSetAttribute(d.k.fn, driver.FuncAttrMaxDynamicShared, d.smem); err != nil {
+			return nil, err
+		}
+		static, _ := b.drv.FuncGetAttribute(d.k.fn, driver.FuncAttrSharedSizeBytes)
+		*d.perSM = blocksPerSM(256, d.k.regs, d.smem+static, b.smemPerSM)
 	}
 	a.splitSmem = 2 * 128 * (hd + 8) * 2
 	if a.splitSmem > b.maxSmem-16<<10 {
@@ -238,4 +270,21 @@ func (b *Backend) attnFor(hd, g int) (*attnKernels, error) {
 	}
 	b.attn[key] = a
 	return a, nil
+}
+
+// blocksPerSM is how many blocks of threads threads, regs registers each
+// and smem bytes of shared memory (static + dynamic) fit one SM at once
+// (64K registers allocated per warp in units of 256, 2,048 threads, 1 KB of
+// shared memory reserved per block); 2 where the SM's shared memory is
+// unknown.
+func blocksPerSM(threads, regs, smem, smemPerSM int) int {
+	if smemPerSM <= 0 {
+		return 2
+	}
+	warps := (threads + 31) / 32
+	n := 2048 / threads
+	if regs > 0 {
+		n = min(n, 65536/(warps*((regs*32+255)&^255)))
+	}
+	return max(1, min(n, smemPerSM/(smem+1024)))
 }

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/infernix/infernix/engine/backend"
@@ -392,7 +393,85 @@ func (b *Backend) launchGemvf(q *pending) {
 	if q.epi == epiSwiGLU {
 		total = nb[0] // both rows of an output in one warp
 	}
-	b.launch(b.k.gemvf[q.epi][norm][gemvIndex(q.T)], uint32(total), 1, 1, 256, 1, 0, a[:]...)
+	ri := gemvIndex(q.T)
+	if kw := b.k.gemvfw[q.epi][norm][ri]; kw != nil && b.gemvWide != 0 {
+		if S := b.wideSplits(total, q.I, kw.regs); S > 1 {
+			R := [4]int{1, 2, 4, 8}[ri]
+			// struct GemvP: then part (counters, then GF_SLOT(R) = 17·R
+			// floats per block) and S.
+			cnts := (total + 31) &^ 31
+			p, ok := b.gemvWideScratch(uint64(4 * (cnts + total*S*17*R)))
+			if !ok {
+				return
+			}
+			var aw [17]uint64
+			copy(aw[:], a[:])
+			aw[15], aw[16] = ptr(p), i32(S)
+			b.launch(kw, uint32(total*S), 1, 1, 256, 1, 0, aw[:]...)
+			return
+		}
+	}
+	b.launch(b.k.gemvf[q.epi][norm][ri], uint32(total), 1, 1, 256, 1, 0, a[:]...)
+}
+
+// gemvWideConfig reads INFERNIX_CUDA_GEMV_WIDE: unset or 0, off; 1, split
+// the narrow products (wideSplits); 2…8, split every fused product into
+// that many slices (tests and ablations).
+func gemvWideConfig(v string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	switch {
+	case err != nil || n <= 0:
+		return 0
+	case n == 1:
+		return -1
+	}
+	return min(n, 8)
+}
+
+// wideSplits is how many slices of I a fused product of nb row groups is
+// split into (1: not split). Forced (gemvWide ≥ 2), that many. Otherwise
+// (gemvWide = -1) the largest of 2 and 4 that still lets every block of
+// the launch be resident at once (regs: the wide kernel's registers per
+// thread; 256-thread blocks, 64K registers and 64 warps per SM), with
+// slices of at least 1,024 elements: o_proj and down of Qwen3-8B (256
+// groups, 4 blocks per SM) go to 2 slices, 512 blocks, one wave; the
+// products that already fill the GPU (gate|up, the LM head) stay whole.
+func (b *Backend) wideSplits(nb, I, regs int) int {
+	if b.gemvWide >= 2 {
+		return b.gemvWide
+	}
+	if b.gemvWide != -1 || b.smCount == 0 {
+		return 1
+	}
+	perWarp := (regs*32 + 255) &^ 255
+	perSM := 8
+	if perWarp > 0 {
+		perSM = min(8, 65536/(8*perWarp))
+	}
+	resident := perSM * b.smCount
+	S := 1
+	for _, c := range []int{2, 4} {
+		if nb*c <= resident && I >= c*1024 {
+			S = c
+		}
+	}
+	return S
+}
+
+// gemvWideScratch returns the split-K GEMV scratch with at least n bytes:
+// the counters at its start are zero when it is allocated and every
+// launch leaves them zero.
+func (b *Backend) gemvWideScratch(n uint64) (driver.DevPtr, bool) {
+	s := &b.scratch[scrGemvW]
+	if n > s.size {
+		b.needEager()
+		if err := s.ensure(b, n); err != nil {
+			b.fail(err)
+			return 0, false
+		}
+		b.memset(s.p, 0, int(s.size/4))
+	}
+	return s.p, b.err == nil
 }
 
 // gemvIndex picks the GEMV variant (R = 1, 2, 4, 8) for n ≤ 8 rows.

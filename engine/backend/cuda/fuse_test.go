@@ -17,6 +17,7 @@ type fuseMode struct {
 	fz    fuseParts
 	pdl   bool
 	fused bool // every fusion on: launch counts are checked
+	wide  int  // gemvWide (split-K fused products; forced slice counts reach the small test shapes)
 }
 
 func fuseModes(b *Backend) []fuseMode {
@@ -26,18 +27,21 @@ func fuseModes(b *Backend) []fuseMode {
 		{name: "fused-nopdl", fuse: true, fz: all, fused: true},
 		{name: "oldgemv", fuse: true, fz: fuseParts{attn: true}, pdl: b.pdl},
 		{name: "unfused", fuse: false, fz: all},
+		{name: "wide2", fuse: true, fz: all, fused: true, wide: 2},
+		{name: "wide3-pdl", fuse: true, fz: all, pdl: b.pdlOK, fused: true, wide: 3},
+		{name: "wide4", fuse: true, fz: all, fused: true, wide: 4},
 	}
 }
 
-// setFuse switches fusion and PDL (captured graphs stay valid: records
-// differ) and returns what restores the previous setting.
+// setFuse switches fusion, PDL and split-K products (captured graphs stay
+// valid: records differ) and returns what restores the previous setting.
 func (b *Backend) setFuse(m fuseMode) func() {
 	b.flush()
-	fuse, fz, pdl := b.fuse, b.fz, b.pdl
-	b.fuse, b.fz, b.pdl = m.fuse, m.fz, m.pdl && b.pdl
+	fuse, fz, pdl, wide := b.fuse, b.fz, b.pdl, b.gemvWide
+	b.fuse, b.fz, b.pdl, b.gemvWide = m.fuse, m.fz, m.pdl && b.pdl, m.wide
 	return func() {
 		b.flush()
-		b.fuse, b.fz, b.pdl = fuse, fz, pdl
+		b.fuse, b.fz, b.pdl, b.gemvWide = fuse, fz, pdl, wide
 	}
 }
 

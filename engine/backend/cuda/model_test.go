@@ -274,13 +274,19 @@ func TestModelFuseModes(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
 	modes := fuseModes(b)
-	modes = append(modes, fuseMode{name: "oldattn", fuse: b.fuse, fz: b.fz, pdl: b.pdl})
+	modes = append(modes, fuseMode{name: "oldattn", fuse: b.fuse, fz: b.fz, pdl: b.pdl},
+		fuseMode{name: "deepattn", fuse: b.fuse, fz: b.fz, pdl: b.pdl}, fuseMode{name: "deep3attn", fuse: b.fuse, fz: b.fz, pdl: b.pdl},
+		fuseMode{name: "wide-deep", fuse: true, fz: fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true}, pdl: b.pdl, wide: 3})
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			defer b.setFuse(m)()
 			if m.name == "oldattn" {
 				defer func(old bool) { b.attnOld = old }(b.attnOld)
 				b.attnOld = true
+			}
+			if deep := map[string]int{"deepattn": 1, "deep3attn": 3, "wide-deep": 1}[m.name]; deep != 0 {
+				defer func(d int) { b.attnDeep = d }(b.attnDeep)
+				b.attnDeep = deep
 			}
 			cfg := smallConfig("Qwen3ForCausalLM")
 			seed := r.Uint64()
@@ -292,12 +298,31 @@ func TestModelFuseModes(t *testing.T) {
 }
 
 // TestGraphsMatchEager: decode steps replayed from graphs give bit-identical
-// logits to the same steps run eagerly.
+// logits to the same steps run eagerly, with the default kernels and with
+// the split-K products and deep decode attention (whose last-block
+// reductions must not depend on block order).
 func TestGraphsMatchEager(t *testing.T) {
 	b := gpu(t)
 	if !b.g.enabled {
 		t.Skip("graphs disabled")
 	}
+	for _, c := range []struct {
+		name       string
+		wide, deep int
+	}{{"default", 0, 0}, {"wide3-deep", 3, 1}, {"wide-deep3", -1, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			b.flush()
+			defer func(w, d int) {
+				b.flush()
+				b.gemvWide, b.attnDeep = w, d
+			}(b.gemvWide, b.attnDeep)
+			b.gemvWide, b.attnDeep = c.wide, c.deep
+			graphsMatchEager(t, b)
+		})
+	}
+}
+
+func graphsMatchEager(t *testing.T, b *Backend) {
 	r := newRand(t)
 	cfg := smallConfig("Qwen3ForCausalLM")
 	m := build(t, cfg, &testWeights{be: b, seed: r.Uint64()}, b)

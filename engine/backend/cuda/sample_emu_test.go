@@ -17,16 +17,25 @@ import (
 	"github.com/infernix/infernix/engine/sample"
 )
 
-var (
-	emuOnce sync.Once
-	emuBin  string
-	emuErr  error
-)
-
 // sampleEmu builds kernels/sample.cu against the CPU emulation in
 // testdata/emu with the host's C++ compiler, once per test binary; it
 // skips the test where there is none.
 func sampleEmu(t *testing.T) string {
+	return emuBinary(t, "sample", "testdata/emu/sample_main.cpp", "../../../kernels/sample.cu")
+}
+
+type emuBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+var emuBuilds sync.Map // name → *emuBuild
+
+// emuBinary builds testdata/emu's main (including the kernel sources
+// deps) with the host's C++ compiler, once per test binary and name; it
+// skips the test where there is no compiler.
+func emuBinary(t *testing.T, name, main string, deps ...string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("the emulated kernel takes seconds (-short)")
@@ -35,14 +44,16 @@ func sampleEmu(t *testing.T) string {
 	if err != nil {
 		t.Skip("no g++ to build the kernel's CPU emulation")
 	}
-	emuOnce.Do(func() {
+	v, _ := emuBuilds.LoadOrStore(name, &emuBuild{})
+	e := v.(*emuBuild)
+	e.once.Do(func() {
 		// Cached by the sources' hash, so that a run costs no compilation
 		// unless they changed.
 		h := sha256.New()
-		for _, f := range []string{"testdata/emu/emu.h", "testdata/emu/sample_main.cpp", "../../../kernels/sample.cu"} {
+		for _, f := range append([]string{"testdata/emu/emu.h", "testdata/emu/prelude_emu.h", main}, deps...) {
 			data, err := os.ReadFile(f)
 			if err != nil {
-				emuErr = err
+				e.err = err
 				return
 			}
 			h.Write(data)
@@ -53,27 +64,27 @@ func sampleEmu(t *testing.T) string {
 		}
 		dir = filepath.Join(dir, "infernix", "emu")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			emuErr = err
+			e.err = err
 			return
 		}
-		emuBin = filepath.Join(dir, fmt.Sprintf("sample-%x", h.Sum(nil)[:8]))
-		if _, err := os.Stat(emuBin); err == nil {
+		e.bin = filepath.Join(dir, fmt.Sprintf("%s-%x", name, h.Sum(nil)[:8]))
+		if _, err := os.Stat(e.bin); err == nil {
 			return
 		}
-		tmp := emuBin + fmt.Sprintf(".tmp%d", os.Getpid())
+		tmp := e.bin + fmt.Sprintf(".tmp%d", os.Getpid())
 		out, err := exec.Command(cxx, "-std=c++20", "-O2", "-pthread", "-ffp-contract=off", "-I", "../../../kernels",
-			"-o", tmp, "testdata/emu/sample_main.cpp").CombinedOutput()
+			"-o", tmp, main).CombinedOutput()
 		if err != nil {
 			os.Remove(tmp)
-			emuErr = fmt.Errorf("building the emulation: %v\n%s", err, out)
+			e.err = fmt.Errorf("building the emulation: %v\n%s", err, out)
 			return
 		}
-		emuErr = os.Rename(tmp, emuBin)
+		e.err = os.Rename(tmp, e.bin)
 	})
-	if emuErr != nil {
-		t.Fatal(emuErr)
+	if e.err != nil {
+		t.Fatal(e.err)
 	}
-	return emuBin
+	return e.bin
 }
 
 // emuRunner serves rows with the emulated kernel, blocks of nt threads,

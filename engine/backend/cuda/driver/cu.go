@@ -34,6 +34,7 @@ const (
 	AttrMaxSharedPerSM          = 81
 	FuncAttrMaxDynamicShared    = 8 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 	FuncAttrNumRegs             = 4 // CU_FUNC_ATTRIBUTE_NUM_REGS
+	FuncAttrSharedSizeBytes     = 1 // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (static)
 	FuncAttrLocalSizeBytes      = 3 // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
 	StreamNonBlocking           = 1
 	CaptureModeThreadLocal      = 1

@@ -22,7 +22,7 @@ typedef unsigned long long u64;
 #define __device__
 #define __forceinline__ inline
 #define __restrict__ __restrict
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__ static
 #define PDL_ENTRY() \
   do {              \

@@ -1,0 +1,98 @@
+// Runs kernels/gemv.cu's fused decode products (gemvf, and its split-K
+// form) under the CPU emulation (emu.h, prelude_emu.h), for
+// gemv_emu_test.go. stdin (int32 little-endian): mode, norm, R, T, I, S, n,
+// O0, O1, O2; then x [T·I] f32, nw [I] f32, the n weights [O_j·I] bf16
+// (padded to an even count), aux [T·O0] f32. stdout, for each of three runs
+// (plain; split into S slices with blocks in index order; the same with
+// blocks in a shuffled order): out_j [T·O_j] for j < n (SwiGLU: gate, up),
+// h [T·I], aux [T·O0] (SwiGLU: silu(gate)·up), sum [T·O0], then the
+// counters left in the scratch (one int per row group, must be zero).
+#include "emu.h"
+#include "prelude_emu.h"
+#include <cstdio>
+#include "gemv.cu"
+
+static void readn(void* p, size_t n) {
+  if (fread(p, 1, n, stdin) != n) {
+    fprintf(stderr, "short input\n");
+    exit(2);
+  }
+}
+
+template <int R, int NORM, int MODE, int WIDE> static void run(GemvP p, unsigned grid, unsigned seed) {
+  emu_launch3(grid, 1, 1, GEMV_THREADS, seed, [=] { gemvf<R, NORM, MODE, WIDE>(p); });
+}
+
+template <int R> static void dispatch(int mode, int norm, int wide, GemvP p, unsigned grid, unsigned seed) {
+#define D(M, N)                                                          \
+  if (mode == M && norm == N) {                                          \
+    if (wide) run<R, N, M, 1>(p, grid, seed); else run<R, N, M, 0>(p, grid, seed); \
+    return;                                                              \
+  }
+  D(0, 0) D(0, 1) D(1, 0) D(1, 1) D(2, 0) D(2, 1)
+#undef D
+  fprintf(stderr, "bad mode\n");
+  exit(2);
+}
+
+int main() {
+  int hd[10];
+  readn(hd, sizeof hd);
+  const int mode = hd[0], norm = hd[1], R = hd[2], T = hd[3], I = hd[4], S = hd[5], n = hd[6];
+  const int O[3] = {hd[7], hd[8], hd[9]};
+  std::vector<float> x((size_t)T * I), nw(I), aux0((size_t)T * O[0]);
+  readn(x.data(), 4 * x.size());
+  readn(nw.data(), 4 * nw.size());
+  std::vector<std::vector<u16>> w(n);
+  for (int j = 0; j < n; j++) {
+    w[j].resize(((size_t)O[j] * I + 1) & ~(size_t)1);
+    readn(w[j].data(), 2 * w[j].size());
+  }
+  readn(aux0.data(), 4 * aux0.size());
+  const float nan = __uint_as_float(0x7fc00000u);
+  int nb[3] = {0, 0, 0}, total = 0;
+  for (int j = 0; j < n; j++) {
+    nb[j] = (O[j] + (mode == GF_SWIGLU ? GW_WARPS : GW_BLOCK_ROWS) - 1) / (mode == GF_SWIGLU ? GW_WARPS : GW_BLOCK_ROWS);
+    total += nb[j];
+  }
+  if (mode == GF_SWIGLU) total = nb[0];
+  for (int pass = 0; pass < 3; pass++) {
+    const int wide = pass > 0;
+    std::vector<std::vector<float>> out(n);
+    for (int j = 0; j < n; j++) out[j].assign((size_t)T * O[j], nan);
+    std::vector<float> h((size_t)T * I, nan), aux = aux0, sum((size_t)T * O[0], nan);
+    if (mode == GF_SWIGLU) aux.assign(aux.size(), nan);
+    const int cnts = (total + 31) & ~31;
+    std::vector<float> part(cnts + (size_t)total * S * GF_SLOT(8), 0.f);
+    GemvP p{};
+    p.out0 = out[0].data();
+    p.out1 = n > 1 ? out[1].data() : nullptr;
+    p.out2 = n > 2 ? out[2].data() : nullptr;
+    p.w0 = w[0].data();
+    p.w1 = n > 1 ? w[1].data() : nullptr;
+    p.w2 = n > 2 ? w[2].data() : nullptr;
+    p.x = x.data();
+    p.nw = nw.data();
+    p.h = norm ? h.data() : nullptr;
+    p.aux = aux.data();
+    p.sum = sum.data();
+    p.O0 = O[0], p.O1 = O[1], p.O2 = O[2], p.nb0 = nb[0], p.nb1 = nb[1], p.T = T, p.I = I;
+    p.eps = 1e-6f;
+    p.part = part.data();
+    p.S = S;
+    const unsigned grid = wide ? total * S : total;
+    const unsigned seed = pass == 2 ? 7 : 0;
+    switch (R) {
+      case 1: dispatch<1>(mode, norm, wide, p, grid, seed); break;
+      case 2: dispatch<2>(mode, norm, wide, p, grid, seed); break;
+      case 4: dispatch<4>(mode, norm, wide, p, grid, seed); break;
+      default: dispatch<8>(mode, norm, wide, p, grid, seed); break;
+    }
+    for (int j = 0; j < n; j++) fwrite(out[j].data(), 4, out[j].size(), stdout);
+    fwrite(h.data(), 4, h.size(), stdout);
+    fwrite(aux.data(), 4, aux.size(), stdout);
+    fwrite(sum.data(), 4, sum.size(), stdout);
+    fwrite(part.data(), 4, total, stdout);  // the counters (ints)
+  }
+  return 0;
+}
