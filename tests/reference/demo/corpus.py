@@ -175,6 +175,43 @@ def invented_word(r):
             return w
 
 
+# Varied tool schemas (DEMO_VARY_SCHEMAS=1): half of the training tool lists
+# carry schemas that differ from the three trained wordings (descriptions
+# dropped or reworded, an optional parameter left out), so that the model
+# recognises a tool by its name and parameters, not by one exact JSON text.
+# Off by default so that this recipe reproduces the committed models; not yet
+# trained.
+VARY_SCHEMAS = os.environ.get("DEMO_VARY_SCHEMAS") == "1"
+REWORDED = ["Look up {x}.", "Returns {x}.", "Use this to get {x}.", "{X}.", ""]
+
+
+def vary_schema(tool, r):
+    """A copy of tool with its wording and optional parameters perturbed (half the time)."""
+    if r.random() < 0.5:
+        return tool
+    t = json.loads(json.dumps(tool))
+    fn = t["function"]
+    params = fn["parameters"]
+    what = {"get_weather": "the weather in a city", "calculator": "the value of an arithmetic expression",
+            "write_file": "a file written with some text"}.get(fn["name"], "a result")
+    x = r.random()
+    if x < 0.3:
+        del fn["description"]
+    elif x < 0.8:
+        fn["description"] = r.choice(REWORDED).format(x=what, X=what[0].upper() + what[1:])
+        if not fn["description"]:
+            del fn["description"]
+    for name, prop in list(params["properties"].items()):
+        if name not in params.get("required", []) and r.random() < 0.5:
+            del params["properties"][name]
+            continue
+        if r.random() < 0.4:
+            prop.pop("description", None)
+    if r.random() < 0.3:
+        params["properties"] = dict(reversed(list(params["properties"].items())))
+    return t
+
+
 class Gen:
     """Draws tasks from the training pools (split='train') or the held-out pools (split='eval')."""
 
@@ -251,6 +288,8 @@ class Gen:
         k = self.r.randint(0 if must else 1, len(names)) if names else 0
         chosen = self.r.sample(names, k) + ([must] if must else [])
         tools = [TOOL_BUILDERS[n](self.r.randrange(3)) for n in chosen]
+        if VARY_SCHEMAS and self.split == "train":
+            tools = [vary_schema(t, self.r) for t in tools]
         if self.r.random() < 0.15:
             tools.append(self.r.choice(T.DISTRACTOR_TOOLS))
         if not tools:

@@ -7,7 +7,8 @@
 # The last lines printed are the summary: both metric tables and one RESULT line per model.
 # Exit status: 0 all targets met, 2 models written but a target missed, 1 a stage failed.
 # Knobs (environment): DEMO_TOTAL_SECONDS (hard budget from start, default 575), DEMO_TRAIN_SECONDS
-# (per-model training budget, default 340), DEMO_N (conversations, default 200000).
+# (per-model training budget, default 340), DEMO_N (conversations, default 200000); DEMO_INVENTED_WORDS=1
+# and DEMO_VARY_SCHEMAS=1 switch on the next recipe's corpus changes (corpus.py; not yet trained).
 set -uo pipefail
 out=${1:?usage: run.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
