@@ -1,8 +1,13 @@
 // Paged attention. Compiled per model with -DHD=<head dim> (a multiple of 8,
-// 8…256) and -DG=<query heads per KV head> (≤ 16).
+// 8…256), -DG=<query heads per KV head> (≤ 16) and -DKVDT=<the cache's
+// element type> (DT_BF16, the default, or DT_F16: INFERNIX_CUDA_KV).
 //
-// KV cache layout per layer: [block][kvHead][64 slots][HD] bf16, so that one
-// (block, head) tile is 64·HD contiguous elements.
+// KV cache layout per layer: [block][kvHead][64 slots][HD] 16-bit floats, so
+// that one (block, head) tile is 64·HD contiguous elements. f16 keeps 3 more
+// mantissa bits than bf16 in the same bytes; values are stored saturated to
+// ±65504 (f32_to_f16 in the prelude): K is bounded by the QK-norm where a
+// model has one, V is not normalised, and a saturated element beats an
+// infinite one, which would poison every output that reads its row.
 //
 // Metadata (device, per forward): pos[t] is token t's position; its sequence's
 // block table starts at tabs[tokTab[t]]; block j of a sequence holds
@@ -13,6 +18,9 @@
 #endif
 #ifndef G
 #error "G (query heads per KV head) must be defined"
+#endif
+#ifndef KVDT
+#define KVDT DT_BF16
 #endif
 
 #define CH 128          // positions per split (one per thread in the score phase)
@@ -49,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_split(
   __shared__ __align__(16) float qs[G][HD];
   __shared__ float ps[G][CH];
   __shared__ float wred[G][NT / 32];
-  extern __shared__ __align__(16) u16 kvs[];
+  EXTERN_SMEM(u16, kvs);
   u16* ks = kvs;
   u16* vs = kvs + CH * KV_LD;
   // The P·V reduction reuses the K tile (dead after the scores).
@@ -79,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_split(
 #pragma unroll 4
     for (int c = 0; c < DG; c++) {
       float kf[8];
-      unpack_bf16x8(kr[c], kf);
+      kv_unpack8<KVDT>(kr[c], kf);
 #pragma unroll
       for (int g = 0; g < G; g++) {
         const float4 qa = *(const float4*)&qs[g][c * 8];
@@ -123,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_split(
   for (int j = pg < PG ? pg : n; j < n; j += PG) {
     const uint4 u = *(const uint4*)(vs + j * KV_LD + dg * 8);
     float vf[8];
-    unpack_bf16x8(u, vf);
+    kv_unpack8<KVDT>(u, vf);
 #pragma unroll
     for (int g = 0; g < G; g++) {
       const float w = ps[g][j];
@@ -270,8 +278,10 @@ __device__ __forceinline__ void decode_load(u16* st, const u16* __restrict__ kc,
 }
 
 // The decode kernel body: NTD threads (a multiple of TP), ST stages, SWZ
-// swizzled unpadded rows (else padded). attn_decode is <NT, DSTAGES, 0>.
-template <int NTD, int ST, int SWZ>
+// swizzled unpadded rows (else padded), KT the cache's element type (a
+// template parameter rather than KVDT alone, so that the CPU emulation can
+// run both in one binary). attn_decode is <NT, DSTAGES, 0, KVDT>.
+template <int NTD, int ST, int SWZ, int KT>
 __device__ __forceinline__ void attn_decode_impl(const u16* __restrict__ kc, const u16* __restrict__ vc, const float* __restrict__ q,
                                                  float* out, float* part, int* cnt, const int* __restrict__ tokTab,
                                                  const int* __restrict__ pos, const int* __restrict__ tabs, int kvh, float scale,
@@ -340,7 +350,7 @@ __device__ __forceinline__ void attn_decode_impl(const u16* __restrict__ kc, con
 #pragma unroll 4
         for (int c = sh; c < DG; c += QS) {
           float kf[8];
-          unpack_bf16x8(kr[kv_col<SWZ>(sp, c)], kf);
+          kv_unpack8<KT>(kr[kv_col<SWZ>(sp, c)], kf);
 #pragma unroll
           for (int g = 0; g < G; g++) {
             const float4 qa = *(const float4*)&qs[g][c * 8];
@@ -392,7 +402,7 @@ __device__ __forceinline__ void attn_decode_impl(const u16* __restrict__ kc, con
     for (int j = pg < PGD ? pg : n; j < n; j += PGD) {
       const uint4 u = *(const uint4*)(vs + j * LD + kv_col<SWZ>(j, dg) * 8);
       float vf[8];
-      unpack_bf16x8(u, vf);
+      kv_unpack8<KT>(u, vf);
 #pragma unroll
       for (int g = 0; g < G; g++) {
         const float w = ps[g][j];
@@ -503,26 +513,26 @@ __device__ __forceinline__ void attn_decode_impl(const u16* __restrict__ kc, con
       const int *__restrict__ tokTab, const int *__restrict__ pos, const int *__restrict__ tabs, int kvh, float scale,   \
       int zmax, int chunk
 extern "C" __global__ void __launch_bounds__(NT) attn_decode(ATTN_DECODE_ARGS) {
-  attn_decode_impl<NT, DSTAGES, 0>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
+  attn_decode_impl<NT, DSTAGES, 0, KVDT>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
 }
 // At most 80 registers where G ≤ 4 (3 blocks of 256 threads per SM, as
 // many as the 2-stage tiles allow at head dim 128); larger groups keep what
 // they need.
 #define DEEP_MINB (G <= 4 && HD <= 128 ? 3 : 1)
 extern "C" __global__ void __launch_bounds__(DNT_DEEP, DEEP_MINB) attn_decode_deep(ATTN_DECODE_ARGS) {
-  attn_decode_impl<DNT_DEEP, DSTAGES_DEEP, DSWZ_DEEP>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
+  attn_decode_impl<DNT_DEEP, DSTAGES_DEEP, DSWZ_DEEP, KVDT>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
 }
 // Three stages up to head dim 128 (2 blocks per SM there): the deeper
 // pipeline against the third block, for the bench to decide.
 extern "C" __global__ void __launch_bounds__(DNT_DEEP) attn_decode_deep3(ATTN_DECODE_ARGS) {
-  attn_decode_impl<DNT_DEEP, DSTAGES, DSWZ_DEEP>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
+  attn_decode_impl<DNT_DEEP, DSTAGES, DSWZ_DEEP, KVDT>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
 }
 
 // ---------------------------------------------------------------------------
 // What comes between the q/k/v products and attention, in one launch: per
 // head, the RMSNorm of q and k (qw/kw null: none), rotate-half RoPE at pos[t]
 // (cosT null: none), q and k written back in place, and k and v stored as
-// bf16 into the paged cache (as kv_store). One warp per (token, head) row of
+// KVDT into the paged cache (as kv_store). One warp per (token, head) row of
 // q, k and v; rows of HD elements.
 struct PrepP {
   float* q;
@@ -622,7 +632,7 @@ extern "C" __global__ void __launch_bounds__(PREP_WARPS * 32) attn_prep(const Pr
 #pragma unroll
     for (int e = 0; e < PE; e++) {
       const int j = lane + 32 * e;
-      if (j < HD) dst[j] = f32_to_bf16(v[e]);
+      if (j < HD) dst[j] = kv_enc<KVDT>(v[e]);
     }
   }
 }

@@ -213,11 +213,13 @@ extern "C" __global__ void f16_to_f32_k(float* out, const u16* x, long n) {
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) out[i] = f16_to_f32(x[i]);
 }
 
-// Stores token t's k and v rows ([T, kvh·hd] f32) as bf16 into the paged
-// cache, laid out [block][kvHead][64 slots][hd]. tokTab[t] is the offset of
-// t's sequence's block table in tabs.
-extern "C" __global__ void kv_store(u16* kc, u16* vc, const float* k, const float* v, const int* tokTab, const int* pos,
-                                    const int* tabs, int kvh, int hd) {
+// Stores token t's k and v rows ([T, kvh·hd] f32) as DT (bf16: kv_store;
+// f16, saturated to ±65504: kv_store_f16) into the paged cache, laid out
+// [block][kvHead][64 slots][hd]. tokTab[t] is the offset of t's sequence's
+// block table in tabs.
+template <int DT>
+__device__ __forceinline__ void kv_store_impl(u16* kc, u16* vc, const float* k, const float* v, const int* tokTab,
+                                              const int* pos, const int* tabs, int kvh, int hd) {
   PDL_ENTRY();
   const int t = blockIdx.x;
   const int p = pos[t];
@@ -227,10 +229,14 @@ extern "C" __global__ void kv_store(u16* kc, u16* vc, const float* k, const floa
   for (int j = threadIdx.x; j < stride; j += blockDim.x) {
     const int h = j / hd, d = j - h * hd;
     const long dst = ((blk * kvh + h) * 64 + slot) * hd + d;
-    kc[dst] = f32_to_bf16(k[(long)t * stride + j]);
-    vc[dst] = f32_to_bf16(v[(long)t * stride + j]);
+    kc[dst] = kv_enc<DT>(k[(long)t * stride + j]);
+    vc[dst] = kv_enc<DT>(v[(long)t * stride + j]);
   }
 }
+#define KV_STORE_ARGS \
+  u16 *kc, u16 *vc, const float *k, const float *v, const int *tokTab, const int *pos, const int *tabs, int kvh, int hd
+extern "C" __global__ void kv_store(KV_STORE_ARGS) { kv_store_impl<DT_BF16>(kc, vc, k, v, tokTab, pos, tabs, kvh, hd); }
+extern "C" __global__ void kv_store_f16(KV_STORE_ARGS) { kv_store_impl<DT_F16>(kc, vc, k, v, tokTab, pos, tabs, kvh, hd); }
 
 // out[t, :] += sigmoid(z[t]) · y[t, :] (a gated shared expert).
 extern "C" __global__ void sigmoid_gated_add(float* out, const float* y, const float* z, int cols) {
@@ -240,13 +246,16 @@ extern "C" __global__ void sigmoid_gated_add(float* out, const float* y, const f
   for (int i = threadIdx.x; i < cols; i += blockDim.x) out[(long)t * cols + i] += g * y[(long)t * cols + i];
 }
 
-// Fills n floats with values of a hash of (seed, index), uniform in
-// [-scale, scale): random inputs for tests and benchmarks without host copies.
-extern "C" __global__ void fill_random_bf16(u16* out, long n, u32 seed, float scale) {
+// Fills n 16-bit floats (DT: bf16 or f16) with values of a hash of (seed,
+// index), uniform in [-scale, scale): random inputs for tests and benchmarks
+// without host copies.
+template <int DT> __device__ __forceinline__ void fill_random_impl(u16* out, long n, u32 seed, float scale) {
   PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
     u32 h = (u32)i * 0x9e3779b9u ^ seed;
     h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16;
-    out[i] = f32_to_bf16(((float)(h >> 8) * (1.f / 16777216.f) * 2.f - 1.f) * scale);
+    out[i] = kv_enc<DT>(((float)(h >> 8) * (1.f / 16777216.f) * 2.f - 1.f) * scale);
   }
 }
+extern "C" __global__ void fill_random_bf16(u16* out, long n, u32 seed, float scale) { fill_random_impl<DT_BF16>(out, n, seed, scale); }
+extern "C" __global__ void fill_random_f16(u16* out, long n, u32 seed, float scale) { fill_random_impl<DT_F16>(out, n, seed, scale); }

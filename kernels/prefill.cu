@@ -1,7 +1,11 @@
 // Causal prefill attention in flash-attention style on the tensor cores
-// (mma.sync m16n8k16, bf16 operands, f32 accumulation). Compiled per model
-// with -DHD=<head dim> (16…128, a multiple of 16) and -DG=<query heads per KV
-// head> (a power of two ≤ 16).
+// (mma.sync m16n8k16, 16-bit operands, f32 accumulation). Compiled per model
+// with -DHD=<head dim> (16…128, a multiple of 16), -DG=<query heads per KV
+// head> (a power of two ≤ 16) and -DKVDT=<the cache's element type>
+// (DT_BF16, the default, or DT_F16). The tensor cores take both operands of
+// a product in one type, so Q and P are packed in the cache's type too: with
+// an f16 cache, Q (saturated to ±65504 like the cache) and P (in [0, 1]) keep
+// 3 more mantissa bits than with bf16.
 //
 // A block (4 warps) takes one tile of QT = 64 / G consecutive tokens of one
 // sequence and one KV head: its 64 rows are (token, head-in-group) pairs, row
@@ -19,6 +23,16 @@
 #ifndef G
 #error "G must be defined"
 #endif
+#ifndef KVDT
+#define KVDT DT_BF16
+#endif
+#if KVDT == DT_F16
+#define PF_MMA_T "f16"
+#define pack_kv pack_f16
+#else
+#define PF_MMA_T "bf16"
+#define pack_kv pack_bf16
+#endif
 
 #define PF_ROWS 64
 #define PF_QT (PF_ROWS / G)
@@ -34,8 +48,9 @@ __device__ __forceinline__ void ldsm_x4_t(u32 addr, u32& r0, u32& r1, u32& r2, u
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
 }
-__device__ __forceinline__ void mma_bf16(float* d, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+// D += A·B with A, B in KVDT (bf16 or f16), D in f32.
+__device__ __forceinline__ void mma_kv(float* d, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PF_MMA_T "." PF_MMA_T ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
@@ -91,17 +106,17 @@ extern "C" __global__ void __launch_bounds__(PF_THREADS) attn_prefill(
   load_tile(smem, smem + PF_TILE, kc, vc, tab[0], kvh, h, 0, last);
   cp_async_commit();
 
-  // Q fragments (bf16) for every 16-wide k step.
+  // Q fragments (KVDT) for every 16-wide k step.
   u32 qa[HD / 16][4];
 #pragma unroll
   for (int ks = 0; ks < HD / 16; ks++) {
     const int c = ks * 16 + 2 * tq;
     const float2 x0 = *(const float2*)(qrow[0] + c), x1 = *(const float2*)(qrow[1] + c);
     const float2 x2 = *(const float2*)(qrow[0] + c + 8), x3 = *(const float2*)(qrow[1] + c + 8);
-    qa[ks][0] = pack_bf16(x0.x, x0.y);
-    qa[ks][1] = pack_bf16(x1.x, x1.y);
-    qa[ks][2] = pack_bf16(x2.x, x2.y);
-    qa[ks][3] = pack_bf16(x3.x, x3.y);
+    qa[ks][0] = pack_kv(x0.x, x0.y);
+    qa[ks][1] = pack_kv(x1.x, x1.y);
+    qa[ks][2] = pack_kv(x2.x, x2.y);
+    qa[ks][3] = pack_kv(x3.x, x3.y);
   }
 
   float o[HD / 8][4];
@@ -132,8 +147,8 @@ extern "C" __global__ void __launch_bounds__(PF_THREADS) attn_prefill(
       for (int kk = 0; kk < HD / 16; kk += 2) {
         u32 b0, b1, b2, b3;
         ldsm_x4(smem_addr(ks_ + (nt * 8 + (lane & 7)) * PF_LD + kk * 16 + (lane >> 3) * 8), b0, b1, b2, b3);
-        mma_bf16(s[nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b0, b1);
-        if (kk + 1 < HD / 16) mma_bf16(s[nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3);
+        mma_kv(s[nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b0, b1);
+        if (kk + 1 < HD / 16) mma_kv(s[nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3);
       }
     }
     // Causal mask, scale, row max.
@@ -180,16 +195,16 @@ extern "C" __global__ void __launch_bounds__(PF_THREADS) attn_prefill(
     // product (two 8-wide n-tiles make one 16-wide k step).
 #pragma unroll
     for (int kk = 0; kk < 4; kk++) {
-      const u32 a0 = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
-      const u32 a1 = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
-      const u32 a2 = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      const u32 a3 = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      const u32 a0 = pack_kv(s[2 * kk][0], s[2 * kk][1]);
+      const u32 a1 = pack_kv(s[2 * kk][2], s[2 * kk][3]);
+      const u32 a2 = pack_kv(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      const u32 a3 = pack_kv(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 #pragma unroll
       for (int nd = 0; nd < HD / 8; nd += 2) {
         u32 b0, b1, b2, b3;
         ldsm_x4_t(smem_addr(vs_ + (kk * 16 + (lane & 15)) * PF_LD + (nd + (lane >> 4)) * 8), b0, b1, b2, b3);
-        mma_bf16(o[nd], a0, a1, a2, a3, b0, b1);
-        mma_bf16(o[nd + 1], a0, a1, a2, a3, b2, b3);
+        mma_kv(o[nd], a0, a1, a2, a3, b0, b1);
+        mma_kv(o[nd + 1], a0, a1, a2, a3, b2, b3);
       }
     }
     __syncthreads();  // the stage is overwritten by the load issued next iteration

@@ -27,6 +27,19 @@ __device__ __forceinline__ u16 f32_to_bf16(float f) {
 __device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
   return (u32)f32_to_bf16(lo) | ((u32)f32_to_bf16(hi) << 16);
 }
+// Round to nearest even f16, saturating: magnitudes beyond 65504 (the
+// largest finite f16), infinities included, become ±65504 instead of ±inf,
+// so that one outsized value (an unnormalised V row) cannot turn a whole
+// attention output into inf or NaN; NaN stays NaN.
+__device__ __forceinline__ u16 f32_to_f16(float f) {
+  f = fabsf(f) > 65504.f ? copysignf(65504.f, f) : f;  // false for NaN
+  u16 h;
+  asm("{ cvt.rn.f16.f32 %0, %1; }" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ u32 pack_f16(float lo, float hi) {
+  return (u32)f32_to_f16(lo) | ((u32)f32_to_f16(hi) << 16);
+}
 
 // Element i of a weight of dtype DT as float.
 template <int DT> __device__ __forceinline__ float wget(const void* p, long i);
@@ -47,6 +60,15 @@ __device__ __forceinline__ void unpack_f16x8(uint4 u, float* f) {
   f[4] = f16_to_f32((u16)(u.z & 0xffffu)); f[5] = f16_to_f32((u16)(u.z >> 16));
   f[6] = f16_to_f32((u16)(u.w & 0xffffu)); f[7] = f16_to_f32((u16)(u.w >> 16));
 }
+
+// The paged KV cache's element type (DT_BF16 or DT_F16: INFERNIX_CUDA_KV):
+// kv_enc stores a float, kv_unpack8 reads 8 consecutive elements.
+template <int DT> __device__ __forceinline__ u16 kv_enc(float f);
+template <> __device__ __forceinline__ u16 kv_enc<DT_BF16>(float f) { return f32_to_bf16(f); }
+template <> __device__ __forceinline__ u16 kv_enc<DT_F16>(float f) { return f32_to_f16(f); }
+template <int DT> __device__ __forceinline__ void kv_unpack8(uint4 u, float* f);
+template <> __device__ __forceinline__ void kv_unpack8<DT_BF16>(uint4 u, float* f) { unpack_bf16x8(u, f); }
+template <> __device__ __forceinline__ void kv_unpack8<DT_F16>(uint4 u, float* f) { unpack_f16x8(u, f); }
 
 // Streaming 16-byte load of weights read once: read-only path, no L1
 // allocation, so that the activations stay in L1.

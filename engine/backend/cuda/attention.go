@@ -8,12 +8,49 @@ import (
 	"github.com/infernix/infernix/engine/backend/cuda/driver"
 )
 
-// kvCache is the paged KV pool: per layer, K and V as bf16 laid out
+// kvCache is the paged KV pool: per layer, K and V as 16-bit floats (dt:
+// bf16, or f16 with INFERNIX_CUDA_KV=f16) laid out
 // [block][kvHead][64 slots][headDim].
 type kvCache struct {
 	spec backend.KVSpec
 	k, v []driver.DevPtr
 	b    *Backend
+	dt   kvDType // fixed when the cache is made: its bytes mean nothing in the other type
+}
+
+// kvDType is the element type of a KV cache. Both take 2 bytes, so sizes,
+// layouts and block copies are the same; only the kernels that convert to
+// and from f32 differ (compiled per type: -DKVDT).
+type kvDType uint8
+
+const (
+	// kvBF16 (the default): f32's range, 8 significant bits.
+	kvBF16 kvDType = iota
+	// kvF16: 11 significant bits, so 8× less rounding error than bf16 in
+	// what attention reads back, but a range of ±65504: stores saturate
+	// there (f32_to_f16 in kernels/prelude.cuh). Qwen3's K is RMS-normed
+	// per head and stays small; V is not normalised, but projections of
+	// RMS-normed activations reach nowhere near 65504 in the models run so
+	// far. Off by default until a GPU run confirms the gain.
+	kvF16
+	numKVDTypes
+)
+
+func (d kvDType) String() string { return [...]string{"bf16", "f16"}[d] }
+
+// define is the kernels' -D option for the type (kernels/attention.cu).
+func (d kvDType) define() string { return [...]string{"KVDT=DT_BF16", "KVDT=DT_F16"}[d] }
+
+// kvDTypeFromEnv parses INFERNIX_CUDA_KV: "" or "bf16" (the default), or
+// "f16"; false for anything else (which keeps bf16).
+func kvDTypeFromEnv(v string) (kvDType, bool) {
+	switch v {
+	case "", "bf16":
+		return kvBF16, true
+	case "f16":
+		return kvF16, true
+	}
+	return kvBF16, false
 }
 
 func (c *kvCache) Spec() backend.KVSpec { return c.spec }
@@ -36,7 +73,7 @@ func (b *Backend) NewKVCache(spec backend.KVSpec) (backend.KVCache, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.needEager()
-	c := &kvCache{spec: spec, b: b}
+	c := &kvCache{spec: spec, b: b, dt: b.kvDT}
 	per := kvLayerBytes(spec)
 	for l := 0; l < spec.Layers; l++ {
 		for _, dst := range []*[]driver.DevPtr{&c.k, &c.v} {
@@ -98,7 +135,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		return
 	}
 	G := heads / kvh
-	ak, err := b.attnFor(hd, G)
+	ak, err := b.attnFor(hd, G, c.dt)
 	if err != nil {
 		b.fail(err)
 		return
@@ -154,7 +191,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		b.launch(ak.prep, blocks(T*(heads+2*kvh), warps), 1, 1, 32*warps, 1, 0, a[:]...)
 	} else {
 		b.flush()
-		b.launch(b.k.kvStore, uint32(T), 1, 1, uint32(min(256, max(32, kvh*hd))), 1, 0,
+		b.launch(b.k.kvStore[c.dt], uint32(T), 1, 1, uint32(min(256, max(32, kvh*hd))), 1, 0,
 			ptr(kc), ptr(vc), ptr(kk.ptr), ptr(vv.ptr), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), i32(hd))
 	}
 	if usePrefill {
@@ -346,14 +383,15 @@ func (b *Backend) attnMetadata(ab *backend.AttnBatch, spec backend.KVSpec, qt in
 	return m
 }
 
-// FillKV overwrites every K and V element of cache with pseudo-random bf16
-// values in [-scale, scale) (benchmarks: attention over a long context
-// without computing one).
+// FillKV overwrites every K and V element of cache with pseudo-random
+// values in [-scale, scale) of the cache's element type (benchmarks:
+// attention over a long context without computing one).
 func (b *Backend) FillKV(cache backend.KVCache, seed uint32, scale float32) {
 	c := cache.(*kvCache)
 	n := int(kvLayerBytes(c.spec) / 2)
+	k := b.k.fill[c.dt]
 	for l := range c.k {
-		b.launch(b.k.fillBF16, gridFor(n), 1, 1, 256, 1, 0, ptr(c.k[l]), uint64(n), uint64(seed+uint32(2*l)), f32(scale))
-		b.launch(b.k.fillBF16, gridFor(n), 1, 1, 256, 1, 0, ptr(c.v[l]), uint64(n), uint64(seed+uint32(2*l+1)), f32(scale))
+		b.launch(k, gridFor(n), 1, 1, 256, 1, 0, ptr(c.k[l]), uint64(n), uint64(seed+uint32(2*l)), f32(scale))
+		b.launch(k, gridFor(n), 1, 1, 256, 1, 0, ptr(c.v[l]), uint64(n), uint64(seed+uint32(2*l+1)), f32(scale))
 	}
 }

@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/infernix/infernix/engine/backend"
@@ -15,20 +17,25 @@ import (
 // token, merged by the last one), old (attn_split + attn_combine) and
 // prefill (the tensor-core kernel for every batch of ≥ 2 tokens), deep and
 // deep3 (attn_decode_deep, attn_decode_deep3: INFERNIX_CUDA_ATTN_DEEP) and
-// deep-blocks8 (the deep kernel with multi-tile splits and the merge).
+// deep-blocks8 (the deep kernel with multi-tile splits and the merge); the
+// f16-* modes are the same kernels over an f16 KV cache (INFERNIX_CUDA_KV).
 func TestAttention(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
-	defer func(m string, p, blk int, old bool, deep int) {
-		b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep = m, p, blk, old, deep
-	}(b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep)
+	defer func(m string, p, blk int, old bool, deep int, dt kvDType) {
+		b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT = m, p, blk, old, deep, dt
+	}(b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT)
 	for _, c := range []struct{ kvh, G, hd, long int }{
 		{2, 4, 128, 1200}, {1, 8, 64, 300}, {4, 1, 64, 300}, {2, 2, 16, 300}, {2, 2, 256, 300}, {1, 16, 128, 300}, {2, 4, 32, 130},
 		{1, 4, 40, 200}, {1, 3, 128, 150},
 	} {
-		for _, mode := range []string{"split", "blocks8", "old", "prefill", "deep", "deep3", "deep-blocks8"} {
+		for _, mode := range []string{"split", "blocks8", "old", "prefill", "deep", "deep3", "deep-blocks8",
+			"f16-split", "f16-blocks8", "f16-old", "f16-prefill", "f16-deep-blocks8"} {
 			t.Run(fmt.Sprintf("kvh%d_g%d_hd%d_%s", c.kvh, c.G, c.hd, mode), func(t *testing.T) {
-				b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep = "split", 0, 0, false, 0
+				b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT = "split", 0, 0, false, 0, kvBF16
+				if m, ok := strings.CutPrefix(mode, "f16-"); ok {
+					mode, b.kvDT = m, kvF16
+				}
 				switch mode {
 				case "blocks8":
 					b.attnBlocks = 8
@@ -136,4 +143,69 @@ func TestDecodeSplits(t *testing.T) {
 	if chunk, zmax := b.decodeSplits(32773, 1, 8, 1200, 1000, 3, true); chunk != 768 || zmax != 64 {
 		t.Errorf("Qwen3-8B at 32K, deep: chunk %d, zmax %d; want 768, 64 (43 splits × 8 heads = 344 blocks)", chunk, zmax)
 	}
+}
+
+// TestAttentionKVF16 measures what the f16 KV cache is for: the same
+// attention against the CPU's f32 (the same inputs, decode and prefill
+// kernels), once over a bf16 cache and once over an f16 one. The f16
+// error must be well under the bf16 one (3 more mantissa bits: ~8× less
+// where the cache's rounding dominates; the prefill kernel also rounds Q
+// and P to the cache's type). Catches an f16 cache that is silently bf16.
+func TestAttentionKVF16(t *testing.T) {
+	b := gpu(t)
+	r := newRand(t)
+	defer func(m string, p int, dt kvDType) { b.attnMode, b.prefillMin, b.kvDT = m, p, dt }(b.attnMode, b.prefillMin, b.kvDT)
+	const kvh, G, hd, long = 2, 4, 128, 700
+	heads := kvh * G
+	spec := backend.KVSpec{Layers: 1, Blocks: 16, KVHeads: kvh, HeadDim: hd}
+	for _, mode := range []string{"split", "prefill"} {
+		t.Run(mode, func(t *testing.T) {
+			b.attnMode, b.prefillMin = "split", 0
+			if mode == "prefill" {
+				b.attnMode, b.prefillMin = "", 2
+			}
+			var errs [numKVDTypes]float64
+			cc, _ := cpuBe.NewKVCache(spec)
+			var gcs [numKVDTypes]backend.KVCache
+			for dt := range gcs {
+				b.kvDT = kvDType(dt)
+				var err error
+				if gcs[dt], err = b.NewKVCache(spec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ab := &backend.AttnBatch{Blocks: [][]int32{{3, 1, 4, 15, 9, 2, 6, 5, 8, 7, 10, 11}}}
+			for p := 0; p < long; p++ {
+				ab.Seq = append(ab.Seq, 0)
+				ab.Pos = append(ab.Pos, int32(p))
+			}
+			T := len(ab.Pos)
+			q := act(t, b, r, T, heads*hd, 2)
+			k := act(t, b, r, T, kvh*hd, 2)
+			v := act(t, b, r, T, kvh*hd, 1)
+			o := out(t, b, T, heads*hd)
+			scale := float32(1/float64(hd)) * 4
+			cpuBe.Attention(o.c, q.c, k.c, v.c, cc, 0, ab, scale)
+			want := cpuF32(o)
+			for dt, gc := range gcs {
+				b.Attention(o.g, q.g, k.g, v.g, gc, 0, ab, scale)
+				errs[dt] = relErr(read(t, b, o.g), want)
+			}
+			t.Logf("%s: relative error against f32 K/V: bf16 cache %.3g, f16 cache %.3g (%.1f× less)", mode, errs[kvBF16], errs[kvF16], errs[kvBF16]/errs[kvF16])
+			if !(errs[kvF16] < errs[kvBF16]/3) {
+				t.Errorf("%s: f16 cache error %.3g is not well under the bf16 one %.3g", mode, errs[kvF16], errs[kvBF16])
+			}
+		})
+	}
+}
+
+// relErr is ‖got − want‖ / ‖want‖ (NaN where got has a non-finite value).
+func relErr(got, want []float32) float64 {
+	var num, den float64
+	for i := range got {
+		d := float64(got[i]) - float64(want[i])
+		num += d * d
+		den += float64(want[i]) * float64(want[i])
+	}
+	return math.Sqrt(num / math.Max(den, 1e-30))
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -55,7 +56,7 @@ type Backend struct {
 	argp [maxArgs]unsafe.Pointer // pointers to argv's slots (what cuLaunchKernel reads)
 
 	k      kernelSet
-	attn   map[[2]int]*attnKernels
+	attn   map[attnKey]*attnKernels
 	mods   []driver.Module
 	allocs map[driver.DevPtr]uint64
 	bytes  uint64 // device bytes allocated
@@ -81,6 +82,7 @@ type Backend struct {
 	attnBlocks  int       // blocks one decode-attention launch aims at (0: 2 per SM)
 	gemvWide    int       // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
 	attnDeep    int       // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
+	kvDT        kvDType   // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
 	launches    int       // kernel launches recorded (tests: did fusion happen)
 	gemvMax     int
 	copyRetries int // host-to-device copies that needed a retry (diagnostics)
@@ -114,7 +116,7 @@ var _ backend.MemoryReporter = (*Backend)(nil)
 func New(opt Options) (*Backend, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	b := &Backend{logf: opt.Logf, verbose: os.Getenv("INFERNIX_CUDA_VERBOSE") != "", attn: map[[2]int]*attnKernels{},
+	b := &Backend{logf: opt.Logf, verbose: os.Getenv("INFERNIX_CUDA_VERBOSE") != "", attn: map[attnKey]*attnKernels{},
 		allocs: map[driver.DevPtr]uint64{}, gemms: map[gemmKey]*driver.Gemm{}, ropes: map[*backend.Rope]*ropeTables{},
 		moes: map[*backend.MoE]*moeTables{}, f32w: map[driver.DevPtr]driver.DevPtr{}}
 	if b.logf == nil {
@@ -204,6 +206,10 @@ func New(opt Options) (*Backend, error) {
 	if d := envInt("INFERNIX_CUDA_ATTN_DEEP", 0); d == 1 || d == 3 {
 		b.attnDeep = d
 	}
+	var ok bool
+	if b.kvDT, ok = kvDTypeFromEnv(os.Getenv("INFERNIX_CUDA_KV")); !ok {
+		b.logf("cuda: INFERNIX_CUDA_KV=%q is not bf16 or f16; the KV cache stays bf16", os.Getenv("INFERNIX_CUDA_KV"))
+	}
 	b.g.init(b, opt)
 	if sampleOn() {
 		if err := b.enableSampling(); err != nil {
@@ -212,6 +218,9 @@ func New(opt Options) (*Backend, error) {
 	}
 	b.name = fmt.Sprintf("cuda (%s, sm_%d, %d SMs, %.0f GiB, driver %d.%d, NVRTC %s)", dname, b.sm, b.smCount,
 		float64(total)/(1<<30), b.drv.Version()/1000, b.drv.Version()%1000/10, b.rtc.Version())
+	if b.kvDT != kvBF16 {
+		b.name = strings.TrimSuffix(b.name, ")") + ", KV cache " + b.kvDT.String() + ")" // recorded with bench figures
+	}
 	return b, nil
 }
 

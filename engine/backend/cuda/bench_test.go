@@ -51,7 +51,7 @@ func (w *gpuRandomWeights) Tensor(name string, shape ...int) (backend.Tensor, er
 		b.memset(p, 0x3f800000, n) // f32 ones
 	default:
 		w.seed++
-		b.launch(b.k.fillBF16, gridFor(n), 1, 1, 256, 1, 0, ptr(p), uint64(n), uint64(w.seed*2654435761), f32(0.02*1.7320508))
+		b.launch(b.k.fill[kvBF16], gridFor(n), 1, 1, 256, 1, 0, ptr(p), uint64(n), uint64(w.seed*2654435761), f32(0.02*1.7320508))
 	}
 	if !strings.Contains(name, "embed_tokens") {
 		w.Bytes += int64(t.bytes())
@@ -312,6 +312,23 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	decode("decode_1lane_ctx32k_wide_deep", [][]int32{seqBlocks(200, 520)}, 32850, 16)
 	b.flush()
 	b.gemvWide, b.attnDeep = wide, deep
+	// The other KV cache type (INFERNIX_CUDA_KV; f16 unless the run is
+	// f16 already): the same bytes per position, so the same speed is
+	// expected. The caches are refilled in that type, then back.
+	kvDTs := make([]kvDType, len(b.kvCaches))
+	other := kvF16
+	if b.kvDT == kvF16 {
+		other = kvBF16
+	}
+	for i, kv := range b.kvCaches {
+		kvDTs[i], kv.dt = kv.dt, other
+		b.FillKV(kv, 7, 1)
+	}
+	decode("decode_1lane_ctx32k_kv"+other.String(), [][]int32{seqBlocks(200, 520)}, 32870, 16)
+	for i, kv := range b.kvCaches {
+		kv.dt = kvDTs[i]
+		b.FillKV(kv, 7, 1)
+	}
 	if sampleOn() {
 		// Decode at 512 with the token chosen as a server would (Qwen3's
 		// non-thinking defaults: temperature 0.7, top-k 20, top-p 0.8,

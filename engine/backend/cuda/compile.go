@@ -31,12 +31,12 @@ type kernelSet struct {
 	embed                                 [3]*kernel
 	rmsWarp, rmsBlock, add, add4          *kernel
 	swiglu, swiglu4, rope, gather, toBF16 *kernel
-	bf16ToF32, f16ToF32, kvStore, sigAdd  *kernel
-	fillBF16                              *kernel
-	gemv                                  [3][4]*kernel    // dtype × R ∈ {1, 2, 4, 8}
-	gemv3                                 [4]*kernel       // bf16, R ∈ {1, 2, 4, 8}
-	gemvf                                 [3][2][4]*kernel // fused decode products: mode × norm × R (kernels/gemv.cu)
-	gemvfw                                [3][2][4]*kernel // the same, split over I (INFERNIX_CUDA_GEMV_WIDE)
+	bf16ToF32, f16ToF32, sigAdd           *kernel
+	kvStore, fill                         [numKVDTypes]*kernel // kv_store, fill_random_*: per KV element type
+	gemv                                  [3][4]*kernel        // dtype × R ∈ {1, 2, 4, 8}
+	gemv3                                 [4]*kernel           // bf16, R ∈ {1, 2, 4, 8}
+	gemvf                                 [3][2][4]*kernel     // fused decode products: mode × norm × R (kernels/gemv.cu)
+	gemvfw                                [3][2][4]*kernel     // the same, split over I (INFERNIX_CUDA_GEMV_WIDE)
 	addRMS                                *kernel
 	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
 	moeRoute, moeCombine                  *kernel
@@ -163,8 +163,9 @@ func (b *Backend) loadKernels() error {
 	ew := map[string]**kernel{
 		"rmsnorm_warp": &k.rmsWarp, "rmsnorm_block": &k.rmsBlock, "add_f32": &k.add, "add_f32x4": &k.add4,
 		"swiglu_f32": &k.swiglu, "swiglu_f32x4": &k.swiglu4, "rope_f32": &k.rope, "gather_f32": &k.gather,
-		"to_bf16": &k.toBF16, "bf16_to_f32_k": &k.bf16ToF32, "f16_to_f32_k": &k.f16ToF32, "kv_store": &k.kvStore,
-		"sigmoid_gated_add": &k.sigAdd, "fill_random_bf16": &k.fillBF16, "add_rmsnorm": &k.addRMS,
+		"to_bf16": &k.toBF16, "bf16_to_f32_k": &k.bf16ToF32, "f16_to_f32_k": &k.f16ToF32, "kv_store": &k.kvStore[kvBF16],
+		"kv_store_f16": &k.kvStore[kvF16], "sigmoid_gated_add": &k.sigAdd, "fill_random_bf16": &k.fill[kvBF16],
+		"fill_random_f16": &k.fill[kvF16], "add_rmsnorm": &k.addRMS,
 	}
 	gv := map[string]**kernel{"moe_route": &k.moeRoute, "moe_combine": &k.moeCombine}
 	for m := 0; m < 3; m++ {
@@ -193,10 +194,16 @@ func (b *Backend) loadKernels() error {
 	return b.load("gemv.cu", nil, gv)
 }
 
-// attnFor returns the attention kernels for head dim hd and group size g,
-// compiling them on first use.
-func (b *Backend) attnFor(hd, g int) (*attnKernels, error) {
-	key := [2]int{hd, g}
+// attnKey names one compilation of the attention modules.
+type attnKey struct {
+	hd, g int
+	dt    kvDType
+}
+
+// attnFor returns the attention kernels for head dim hd, group size g and
+// KV element type dt, compiling them on first use.
+func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
+	key := attnKey{hd, g, dt}
 	if a := b.attn[key]; a != nil {
 		return a, nil
 	}
@@ -210,7 +217,7 @@ func (b *Backend) attnFor(hd, g int) (*attnKernels, error) {
 	b.pin()
 	defer b.unpin()
 	a := &attnKernels{}
-	defs := []string{fmt.Sprintf("HD=%d", hd), fmt.Sprintf("G=%d", g)}
+	defs := []string{fmt.Sprintf("HD=%d", hd), fmt.Sprintf("G=%d", g), dt.define()}
 	if err := b.load("attention.cu", defs, map[string]**kernel{"attn_split": &a.split, "attn_combine": &a.combine,
 		"attn_decode": &a.decode, "attn_prep": &a.prep, "attn_decode_deep": &a.deep, "attn_decode_deep3": &a.deep3}); err != nil {
 		return nil, err

@@ -46,6 +46,14 @@ func TestKernelsCompile(t *testing.T) {
 			} else {
 				jobs = append(jobs, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=32", "G=4"}})
 			}
+			// The f16 KV cache (INFERNIX_CUDA_KV=f16) at the shapes the
+			// models use and the odd ones.
+			for _, d := range [][]string{{"HD=128", "G=4"}, {"HD=128", "G=2"}, {"HD=64", "G=8"}, {"HD=64", "G=1"}, {"HD=16", "G=2"}} {
+				jobs = append(jobs, job{m, append(d, kvF16.define())})
+			}
+			if m == "attention.cu" {
+				jobs = append(jobs, job{m, []string{"HD=256", "G=8", kvF16.define()}}, job{m, []string{"HD=40", "G=4", kvF16.define()}})
+			}
 		default:
 			jobs = append(jobs, job{m, nil})
 		}

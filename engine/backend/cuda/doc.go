@@ -1,8 +1,8 @@
 // Package cuda is the GPU backend: the operators of backend.Backend as CUDA
 // kernels (kernels/*.cu, compiled by NVRTC at run time for the device's
 // architecture and cached on disk), matrix products through cuBLASLt for
-// prefill and a bandwidth-bound kernel for decode, a paged bf16 KV cache, and
-// decode steps replayed as CUDA graphs. The binary stays CGO-free: libcuda,
+// prefill and a bandwidth-bound kernel for decode, a paged bf16 (or f16) KV
+// cache, and decode steps replayed as CUDA graphs. The binary stays CGO-free: libcuda,
 // libnvrtc and libcublasLt are opened with purego (package driver).
 //
 // # Threads
@@ -66,6 +66,7 @@
 //	INFERNIX_CUDA_PDL=0           no programmatic dependent launch
 //	INFERNIX_CUDA_GEMV_MAX=N      most rows through the decode GEMV (default 8)
 //	INFERNIX_CUDA_SAMPLE=1        choose tokens on the device (sample.go; off until its GPU tests have run)
+//	INFERNIX_CUDA_KV=f16          KV cache in f16, saturated at ±65504 (default bf16; attention.go)
 //	INFERNIX_KERNEL_CACHE=DIR     compiled-kernel cache (default: user cache dir)
 //	INFERNIX_CUDA_VERBOSE=1       log compilation and kernel resources
 package cuda

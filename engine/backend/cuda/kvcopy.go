@@ -19,12 +19,20 @@ import (
 // Off unless INFERNIX_CUDA_KV_COPY=1 (BlockBytes is then 0 and the engine
 // keeps the prefix cache in device memory only): the copies have tests
 // (TestKVBlockCopy) that have not yet run on a GPU.
+//
+// The bytes are the cache's own elements, bf16 or f16 (INFERNIX_CUDA_KV):
+// both 2 bytes, so BlockBytes is the same for either, and blocks persisted
+// on disk under one type would read back as garbage under the other. The
+// engine keys the persistent tier by the model and BlockBytes only, so
+// switching INFERNIX_CUDA_KV must go with a fresh data directory (or
+// prefix reuse off) until the key covers the element type.
 
 var _ backend.KVBlockCopier = (*kvCache)(nil)
 
 var kvCopyEnabled = os.Getenv("INFERNIX_CUDA_KV_COPY") == "1"
 
-// blockLayerBytes is one block's K (or V) in one layer.
+// blockLayerBytes is one block's K (or V) in one layer (2-byte elements
+// whichever the type).
 func (c *kvCache) blockLayerBytes() int {
 	return backend.BlockSize * c.spec.KVHeads * c.spec.HeadDim * 2
 }

@@ -268,15 +268,18 @@ func TestModelRandom(t *testing.T) {
 }
 
 // TestModelFuseModes: the random dense Qwen3 against the CPU with fusion
-// and PDL partly or wholly off, and with the old decode attention kernels
-// (TestModelRandom covers the default: everything on).
+// and PDL partly or wholly off, with the old decode attention kernels, and
+// with an f16 KV cache (kvf16: INFERNIX_CUDA_KV=f16, default kernels;
+// kvf16-deep: with the deep decode attention) (TestModelRandom covers the
+// default: everything on).
 func TestModelFuseModes(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
 	modes := fuseModes(b)
 	modes = append(modes, fuseMode{name: "oldattn", fuse: b.fuse, fz: b.fz, pdl: b.pdl},
 		fuseMode{name: "deepattn", fuse: b.fuse, fz: b.fz, pdl: b.pdl}, fuseMode{name: "deep3attn", fuse: b.fuse, fz: b.fz, pdl: b.pdl},
-		fuseMode{name: "wide-deep", fuse: true, fz: fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true}, pdl: b.pdl, wide: 3})
+		fuseMode{name: "wide-deep", fuse: true, fz: fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true}, pdl: b.pdl, wide: 3},
+		fuseMode{name: "kvf16", fuse: b.fuse, fz: b.fz, pdl: b.pdl}, fuseMode{name: "kvf16-deep", fuse: b.fuse, fz: b.fz, pdl: b.pdl})
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			defer b.setFuse(m)()
@@ -284,7 +287,12 @@ func TestModelFuseModes(t *testing.T) {
 				defer func(old bool) { b.attnOld = old }(b.attnOld)
 				b.attnOld = true
 			}
-			if deep := map[string]int{"deepattn": 1, "deep3attn": 3, "wide-deep": 1}[m.name]; deep != 0 {
+			if strings.HasPrefix(m.name, "kvf16") {
+				// The model's cache is made at build: its type is fixed then.
+				defer func(dt kvDType) { b.kvDT = dt }(b.kvDT)
+				b.kvDT = kvF16
+			}
+			if deep := map[string]int{"deepattn": 1, "deep3attn": 3, "wide-deep": 1, "kvf16-deep": 1}[m.name]; deep != 0 {
 				defer func(d int) { b.attnDeep = d }(b.attnDeep)
 				b.attnDeep = deep
 			}

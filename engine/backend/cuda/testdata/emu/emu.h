@@ -77,6 +77,7 @@ template <class T> inline T __shfl_up_sync(unsigned, T v, int d) {
   w.bar.arrive_and_wait();
   return r;
 }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu_my_warp().bar.arrive_and_wait(); }
 inline unsigned __ballot_sync(unsigned, bool p) {
   emu_warp& w = emu_my_warp();
   const int lane = threadIdx.x & 31;

@@ -9,7 +9,7 @@
 #define DT_F32 0
 #define DT_F16 1
 #define DT_BF16 2
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 #define PDL_WAIT()
 #define PDL_LAUNCH()
 #define EXTERN_SMEM(T, name) T* name = (T*)emu_dyn_smem
@@ -32,6 +32,7 @@ inline float f16_to_f32(u16 h) {
   return (float)f;
 }
 inline u16 f32_to_f16(float f) {
+  f = fabsf(f) > 65504.f ? copysignf(65504.f, f) : f;  // saturating, as prelude.cuh
   _Float16 h = (_Float16)f;
   u16 r;
   std::memcpy(&r, &h, 2);
@@ -63,6 +64,12 @@ inline void unpack_f16x8(uint4 u, float* f) {
     f[2 * i + 1] = f16_to_f32((u16)(w[i] >> 16));
   }
 }
+template <int DT> inline u16 kv_enc(float f);
+template <> inline u16 kv_enc<DT_BF16>(float f) { return f32_to_bf16(f); }
+template <> inline u16 kv_enc<DT_F16>(float f) { return f32_to_f16(f); }
+template <int DT> inline void kv_unpack8(uint4 u, float* f);
+template <> inline void kv_unpack8<DT_BF16>(uint4 u, float* f) { unpack_bf16x8(u, f); }
+template <> inline void kv_unpack8<DT_F16>(uint4 u, float* f) { unpack_f16x8(u, f); }
 inline uint4 ld_stream(const void* p) {
   uint4 r;
   std::memcpy(&r, p, 16);

@@ -1,0 +1,257 @@
+package cuda
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os/exec"
+	"testing"
+	"unsafe"
+)
+
+// TestAttnDecodeEmulated runs kernels/attention.cu's decode attention
+// (attn_decode and attn_decode_deep, through attn_decode_impl) under the
+// CPU emulation (testdata/emu/attn_main.cpp, head dim 64, 4 query heads per
+// KV head) with a bf16 and an f16 paged KV cache (INFERNIX_CUDA_KV), over
+// scrambled block tables, with many splits merged by the last block and
+// with one split per token. For each type:
+//   - kv_enc rounds to nearest even, and f16 saturates at ±65504 (NaN
+//     stays NaN);
+//   - the outputs match a float64 reference computed from the cache's own
+//     (rounded) elements, every output is written and the split counters
+//     are left at zero;
+//
+// and, against the reference from the unrounded K and V, the f16 cache's
+// error is well under the bf16 one's (3 more mantissa bits: ~8× less).
+// The GPU's own timing and memory model are TestAttention's to check.
+func TestAttnDecodeEmulated(t *testing.T) {
+	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
+		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
+	}
+	bin := emuBinary(t, "attn", "testdata/emu/attn_main.cpp", "../../../kernels/attention.cu")
+	r := newRand(t)
+	const hd, g, kvh, pool = 64, 4, 2, 16
+	heads := kvh * g
+	perm := r.Perm(pool)
+	var tabs []int32
+	for _, p := range perm[:15] {
+		tabs = append(tabs, int32(p))
+	}
+	// Three sequences: blocks perm[0:12], perm[12:14], perm[14:15]; one
+	// decode token each.
+	tokTab := []int32{0, 12, 14}
+	pos := []int32{700, 100, 0}
+	T := len(pos)
+	q := make([]float32, T*heads*hd)
+	for i := range q {
+		q[i] = float32(r.NormFloat64())
+	}
+	// K of unit RMS per row (as after a QK-norm), V unnormalised.
+	n := pool * kvh * 64 * hd
+	kf, vf := make([]float32, n), make([]float32, n)
+	for i := range kf {
+		kf[i] = float32(r.NormFloat64())
+		vf[i] = float32(r.NormFloat64()*2 + 0.5)
+	}
+	scale := float32(2 / math.Sqrt(hd))
+	conv := []float32{0, 1, -1, 3.14159, 1e-3, 6.1e-5, 1e-6, 1e-8, -2.5e-7, 65504, 65519, 65520, -65536, 1e5, -3e9,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+
+	// float64 reference over the given K and V.
+	ref := func(kk, vv []float32) []float32 {
+		out := make([]float32, T*heads*hd)
+		for ti := 0; ti < T; ti++ {
+			L := int(pos[ti]) + 1
+			for hh := 0; hh < heads; hh++ {
+				h := hh / g
+				qr := q[(ti*heads+hh)*hd:][:hd]
+				s := make([]float64, L)
+				mx := math.Inf(-1)
+				row := func(p int) int { return ((int(tabs[int(tokTab[ti])+p/64])*kvh+h)*64 + p%64) * hd }
+				for p := 0; p < L; p++ {
+					var d float64
+					for i, x := range kk[row(p):][:hd] {
+						d += float64(qr[i]) * float64(scale) * float64(x)
+					}
+					s[p] = d
+					mx = math.Max(mx, d)
+				}
+				var sum float64
+				acc := make([]float64, hd)
+				for p := 0; p < L; p++ {
+					w := math.Exp(s[p] - mx)
+					sum += w
+					for i, x := range vv[row(p):][:hd] {
+						acc[i] += w * float64(x)
+					}
+				}
+				for i := range acc {
+					out[(ti*heads+hh)*hd+i] = float32(acc[i] / sum)
+				}
+			}
+		}
+		return out
+	}
+	exact := ref(kf, vf)
+
+	var errs [2]float64
+	for kt, name := range []string{"bf16", "f16"} {
+		for _, c := range []struct{ chunk, zmax int }{{64, 16}, {1024, 1}} {
+			t.Run(fmt.Sprintf("%s_chunk%d", name, c.chunk), func(t *testing.T) {
+				var in bytes.Buffer
+				binary.Write(&in, binary.LittleEndian, []int32{int32(kt), kvh, int32(T), pool, int32(c.zmax), int32(c.chunk), int32(len(tabs)), int32(len(conv))})
+				binary.Write(&in, binary.LittleEndian, pos)
+				binary.Write(&in, binary.LittleEndian, tokTab)
+				binary.Write(&in, binary.LittleEndian, tabs)
+				binary.Write(&in, binary.LittleEndian, q)
+				binary.Write(&in, binary.LittleEndian, scale)
+				binary.Write(&in, binary.LittleEndian, kf)
+				binary.Write(&in, binary.LittleEndian, vf)
+				binary.Write(&in, binary.LittleEndian, conv)
+				cmd := exec.Command(bin)
+				cmd.Stdin = &in
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("emulated kernel: %v: %s", err, stderr.Bytes())
+				}
+				rd := func(v any) {
+					if err := binary.Read(&stdout, binary.LittleEndian, v); err != nil {
+						t.Fatal(err)
+					}
+				}
+				kc, vc := make([]uint16, n), make([]uint16, n)
+				rd(kc)
+				rd(vc)
+				dec := func(h []uint16, src []float32) []float32 {
+					f := make([]float32, len(h))
+					for i, x := range h {
+						if kt == 1 {
+							f[i] = f16Float(x)
+							if x != f16Ref(src[i]) {
+								t.Fatalf("f16 of %v: %#04x, want %#04x", src[i], x, f16Ref(src[i]))
+							}
+						} else {
+							f[i] = bf16Float(x)
+							if x != bf16Bits(src[i]) {
+								t.Fatalf("bf16 of %v: %#04x, want %#04x", src[i], x, bf16Bits(src[i]))
+							}
+						}
+					}
+					return f
+				}
+				want := ref(dec(kc, kf), dec(vc, vf))
+				for _, kname := range []string{"attn_decode", "attn_decode_deep"} {
+					got := make([]float32, T*heads*hd)
+					cnt := make([]int32, T*kvh)
+					rd(got)
+					rd(cnt)
+					compare(t, kname, got, want, 1e-5)
+					for i, x := range cnt {
+						if x != 0 {
+							t.Errorf("%s: counter %d left at %d", kname, i, x)
+						}
+					}
+					if kname == "attn_decode" && c.chunk == 64 {
+						var num, den float64
+						for i := range got {
+							d := float64(got[i]) - float64(exact[i])
+							num += d * d
+							den += float64(exact[i]) * float64(exact[i])
+						}
+						errs[kt] = math.Sqrt(num / den)
+					}
+				}
+				hc := make([]uint16, len(conv))
+				rd(hc)
+				for i, f := range conv {
+					switch {
+					case kt == 0 && math.IsNaN(float64(f)):
+						if !math.IsNaN(float64(bf16Float(hc[i]))) {
+							t.Errorf("bf16 of NaN: %#04x", hc[i])
+						}
+					case kt == 0:
+						if hc[i] != bf16Bits(f) {
+							t.Errorf("bf16 of %v: %#04x, want %#04x", f, hc[i], bf16Bits(f))
+						}
+					case math.IsNaN(float64(f)):
+						if !math.IsNaN(float64(f16Float(hc[i]))) {
+							t.Errorf("f16 of NaN: %#04x", hc[i])
+						}
+					default:
+						if hc[i] != f16Ref(f) {
+							t.Errorf("f16 of %v: %#04x (%v), want %#04x (%v)", f, hc[i], f16Float(hc[i]), f16Ref(f), f16Float(f16Ref(f)))
+						}
+					}
+				}
+			})
+		}
+	}
+	t.Logf("relative error against unrounded K/V: bf16 cache %.3g, f16 cache %.3g (%.1f× less)", errs[0], errs[1], errs[0]/errs[1])
+	if errs[0] > 0 && errs[1] > 0 && errs[1] > errs[0]/4 {
+		t.Errorf("f16 cache error %.3g is not well under the bf16 one %.3g", errs[1], errs[0])
+	}
+}
+
+// f16Float decodes an IEEE half.
+func f16Float(h uint16) float32 {
+	sign := float32(1)
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	e, m := int(h>>10&0x1f), float64(h&0x3ff)
+	switch e {
+	case 0:
+		return sign * float32(math.Ldexp(m, -24))
+	case 31:
+		if m != 0 {
+			return float32(math.NaN())
+		}
+		return sign * float32(math.Inf(1))
+	}
+	return sign * float32(math.Ldexp(1024+m, e-25))
+}
+
+// f16Ref is the f16 nearest to f (ties to even), saturated to ±65504 as
+// the kernels store the KV cache: by search over the finite halves, not
+// by bit manipulation, to be an independent check of the kernels'.
+func f16Ref(f float32) uint16 {
+	var sign uint16
+	a := float64(f)
+	if a < 0 || a == 0 && math.Signbit(a) {
+		sign, a = 0x8000, -a
+	}
+	if a >= 65504 {
+		return sign | 0x7bff
+	}
+	lo, hi := 0, 0x7bff // largest h with f16Float(h) ≤ a
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if float64(f16Float(uint16(mid))) <= a {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	d0, d1 := a-float64(f16Float(uint16(lo))), float64(f16Float(uint16(lo+1)))-a
+	if d1 < d0 || d1 == d0 && lo&1 == 1 {
+		lo++
+	}
+	return sign | uint16(lo)
+}
+
+// TestKVDTypeFromEnv: INFERNIX_CUDA_KV's values, and the kernels' defines.
+func TestKVDTypeFromEnv(t *testing.T) {
+	for v, want := range map[string]kvDType{"": kvBF16, "bf16": kvBF16, "f16": kvF16} {
+		if got, ok := kvDTypeFromEnv(v); !ok || got != want {
+			t.Errorf("%q: %v %v, want %v", v, got, ok, want)
+		}
+	}
+	if got, ok := kvDTypeFromEnv("fp8"); ok || got != kvBF16 {
+		t.Errorf(`"fp8": %v %v, want bf16 and false`, got, ok)
+	}
+	if kvBF16.define() != "KVDT=DT_BF16" || kvF16.define() != "KVDT=DT_F16" {
+		t.Error("defines")
+	}
+}
