@@ -49,6 +49,7 @@ func (e *Engine) openStore(opt Options, sc *sched.Config) error {
 	if !ok || kc.BlockBytes() == 0 {
 		return nil
 	}
+	sc.PrefixSeed = formatSeed(sc.PrefixSeed, kc)
 	tier, err := opt.Persist.OpenPrefix(sc.PrefixSeed, kc.BlockBytes())
 	if err != nil {
 		return fmt.Errorf("prefix cache: %w", err)
@@ -77,4 +78,17 @@ func (e *Engine) closeStore() error {
 		return e.Persist.Close()
 	}
 	return nil
+}
+
+// formatSeed extends a model's prefix-cache seed with the block encoding of
+// a cache that names one (backend.KVBlockFormatter): another encoding of the
+// same model's blocks is another cache, in memory and on disk. seed itself
+// is not modified.
+func formatSeed(seed []byte, kc backend.KVBlockCopier) []byte {
+	f, ok := kc.(backend.KVBlockFormatter)
+	if !ok {
+		return seed
+	}
+	out := append([]byte(nil), seed...)
+	return append(append(out, 0), f.BlockFormat()...)
 }

@@ -139,3 +139,28 @@ func TestPrefixAcrossRestarts(t *testing.T) {
 		t.Fatalf("outputs differ after the restart: %v vs %v", outs[0], outs[1])
 	}
 }
+
+type formattedKV struct {
+	backend.KVBlockCopier
+	format string
+}
+
+func (f formattedKV) BlockFormat() string { return f.format }
+
+// TestFormatSeed: caches that name their block encoding get seeds that
+// differ by encoding (so persisted blocks never cross encodings); caches
+// that name none keep the model's seed; the model's seed is not modified.
+func TestFormatSeed(t *testing.T) {
+	seed := []byte("model fingerprint")
+	if got := formatSeed(seed, nil); string(got) != string(seed) {
+		t.Fatalf("no formatter: %q", got)
+	}
+	a := formatSeed(seed, formattedKV{format: "cuda-kv1-bf16"})
+	b := formatSeed(seed, formattedKV{format: "cuda-kv1-f16"})
+	if string(a) == string(b) || string(a) == string(seed) {
+		t.Fatalf("seeds do not separate the encodings: %q %q", a, b)
+	}
+	if string(seed) != "model fingerprint" {
+		t.Fatalf("the model's seed was modified: %q", seed)
+	}
+}

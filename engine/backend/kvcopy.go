@@ -17,6 +17,14 @@ type KVBlockCopier interface {
 	WriteBlock(block int32, src []byte)
 }
 
+// KVBlockFormatter is an optional capability of a KVBlockCopier whose block
+// bytes can mean different things at the same size (a GPU cache in bf16 or
+// f16): BlockFormat names the encoding, and the engine keys persisted blocks
+// by it, so a block is never read back in another encoding.
+type KVBlockFormatter interface {
+	BlockFormat() string
+}
+
 // KVCacheOwner is implemented by models that expose their KV pool, so that
 // the prefix cache can copy blocks in and out of it (see KVBlockCopier).
 type KVCacheOwner interface {

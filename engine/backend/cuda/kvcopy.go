@@ -21,13 +21,18 @@ import (
 // (TestKVBlockCopy) that have not yet run on a GPU.
 //
 // The bytes are the cache's own elements, bf16 or f16 (INFERNIX_CUDA_KV):
-// both 2 bytes, so BlockBytes is the same for either, and blocks persisted
-// on disk under one type would read back as garbage under the other. The
-// engine keys the persistent tier by the model and BlockBytes only, so
-// switching INFERNIX_CUDA_KV must go with a fresh data directory (or
-// prefix reuse off) until the key covers the element type.
+// both 2 bytes, so BlockBytes is the same for either; BlockFormat names the
+// type, and the engine keys persisted blocks by it, so blocks saved under
+// one type are never read back under the other.
 
-var _ backend.KVBlockCopier = (*kvCache)(nil)
+var (
+	_ backend.KVBlockCopier    = (*kvCache)(nil)
+	_ backend.KVBlockFormatter = (*kvCache)(nil)
+)
+
+// BlockFormat names the bytes' encoding: the element type and the layout
+// (per layer K then V, slot-major within a block).
+func (c *kvCache) BlockFormat() string { return "cuda-kv1-" + c.dt.String() }
 
 var kvCopyEnabled = os.Getenv("INFERNIX_CUDA_KV_COPY") == "1"
 
