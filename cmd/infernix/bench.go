@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
 	"time"
 
 	"github.com/infernix/infernix/engine/backend"
-	"github.com/infernix/infernix/engine/backend/cpu"
 	"github.com/infernix/infernix/engine/model"
 )
 
@@ -106,10 +104,16 @@ func cmdBench(args []string, stdout io.Writer) error {
 	res := benchResult{Model: ef.model, Device: e.Backend.Name(), WeightBytes: e.WeightBytes, LoadSeconds: loadTime.Seconds(),
 		PromptTokens: *promptN, DecodeTokens: *decodeN,
 		PrefillTokPerS: float64(*promptN) / prefill.Seconds(), DecodeTokPerS: float64(*decodeN) / decode.Seconds()}
-	if e.Backend.Name()[:3] == "cpu" {
-		res.MemBandwidthGBs = cpu.MemoryBandwidth(threadsOr(ef.threads)) / 1e9
-		res.RooflineTokPerS = res.MemBandwidthGBs * 1e9 / float64(max(e.WeightBytes, 1))
-		res.RooflineRatio = res.DecodeTokPerS / res.RooflineTokPerS
+	// The decode limit: every weight read once per token at the backend's
+	// measured bandwidth (the CPU's streaming read, a GPU's device copy).
+	if bm, ok := e.Backend.(backend.BandwidthMeter); ok {
+		var bw float64
+		var bwErr error
+		if err := e.Sched.Run(func() { bw, bwErr = bm.MeasureBandwidth() }); err == nil && bwErr == nil && bw > 0 {
+			res.MemBandwidthGBs = bw / 1e9
+			res.RooflineTokPerS = bw / float64(max(e.WeightBytes, 1))
+			res.RooflineRatio = res.DecodeTokPerS / res.RooflineTokPerS
+		}
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(res)
@@ -119,15 +123,8 @@ func cmdBench(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "prefill      %8.1f tok/s (%d tokens)\n", res.PrefillTokPerS, res.PromptTokens)
 	fmt.Fprintf(stdout, "decode       %8.2f tok/s (%d tokens at context %d)\n", res.DecodeTokPerS, res.DecodeTokens, res.PromptTokens)
 	if res.MemBandwidthGBs > 0 {
-		fmt.Fprintf(stdout, "memory read  %8.2f GB/s measured → roofline %.2f tok/s; decode reaches %.0f%% of it\n",
+		fmt.Fprintf(stdout, "memory       %8.2f GB/s measured → roofline %.2f tok/s; decode reaches %.0f%% of it\n",
 			res.MemBandwidthGBs, res.RooflineTokPerS, 100*res.RooflineRatio)
 	}
 	return nil
-}
-
-func threadsOr(n int) int {
-	if n > 0 {
-		return n
-	}
-	return runtime.GOMAXPROCS(0)
 }

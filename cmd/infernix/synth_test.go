@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,5 +64,28 @@ func TestSynthWritesEveryTensorOfTheRealCheckpoint(t *testing.T) {
 				t.Fatalf("bench on the synthetic checkpoint: exit %d: %s", code, stderr)
 			}
 		})
+	}
+}
+
+// TestBenchReportsItsLimit: `bench --json` reports the load time, both
+// speeds and the decode roofline from the backend's measured bandwidth.
+func TestBenchReportsItsLimit(t *testing.T) {
+	stdout, stderr, code := cli(t, "bench", "--model", filepath.Join(testdata, "models", "qwen3-tied-f32"), "--device", "cpu",
+		"--prompt-tokens", "8", "--decode-tokens", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r benchResult
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v: %q", err, stdout)
+	}
+	if r.LoadSeconds <= 0 || r.PrefillTokPerS <= 0 || r.DecodeTokPerS <= 0 {
+		t.Errorf("missing figures: %+v", r)
+	}
+	if r.MemBandwidthGBs <= 0 || r.RooflineTokPerS <= 0 || r.RooflineRatio <= 0 {
+		t.Errorf("no roofline: %+v", r)
+	}
+	if got := r.DecodeTokPerS / r.RooflineTokPerS; got < r.RooflineRatio*0.999 || got > r.RooflineRatio*1.001 {
+		t.Errorf("ratio %.4f is not decode/roofline %.4f", r.RooflineRatio, got)
 	}
 }

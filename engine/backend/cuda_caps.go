@@ -37,3 +37,11 @@ type MemoryReporter interface {
 type DeviceThreadRunner interface {
 	RunOnDeviceThread(f func())
 }
+
+// BandwidthMeter is an optional capability of backends that can measure
+// the memory bandwidth their decode is bound by (bytes read plus written per
+// second by a large copy): the limit `infernix bench` reports decode speed
+// against.
+type BandwidthMeter interface {
+	MeasureBandwidth() (bytesPerSecond float64, err error)
+}

@@ -3,6 +3,8 @@ package cpu
 import (
 	"sync"
 	"time"
+
+	"github.com/infernix/infernix/engine/backend"
 )
 
 // MemoryBandwidth measures streaming read bandwidth in bytes/s with the
@@ -44,3 +46,8 @@ func MemoryBandwidth(threads int) float64 {
 	}
 	return best
 }
+
+var _ backend.BandwidthMeter = (*Backend)(nil)
+
+// MeasureBandwidth is MemoryBandwidth with the backend's threads.
+func (b *Backend) MeasureBandwidth() (float64, error) { return MemoryBandwidth(b.workers), nil }
