@@ -104,14 +104,7 @@ func (s *Store) PrunePrefix(id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	wb := s.db.NewWriteBatch()
-	defer wb.Cancel()
-	for _, k := range keys {
-		if err := wb.Delete(k); err != nil {
-			return 0, err
-		}
-	}
-	if err := wb.Flush(); err != nil {
+	if err := s.deleteKeys(keys); err != nil {
 		return 0, err
 	}
 	return entries, nil

@@ -116,17 +116,22 @@ func (s *Store) dropLegacy() (int, error) {
 	if err != nil || len(keys) == 0 {
 		return 0, err
 	}
+	if err := s.deleteKeys(keys); err != nil {
+		return 0, err
+	}
+	return len(keys), nil
+}
+
+// deleteKeys deletes keys in one write batch.
+func (s *Store) deleteKeys(keys [][]byte) error {
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	for _, k := range keys {
 		if err := wb.Delete(k); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	if err := wb.Flush(); err != nil {
-		return 0, err
-	}
-	return len(keys), nil
+	return wb.Flush()
 }
 
 // Dir is the data directory.

@@ -26,15 +26,16 @@ type layer struct {
 
 // Model is a Qwen3 or Qwen3-MoE decoder bound to a backend.
 type Model struct {
-	cfg    *model.Config
-	be     backend.Backend
-	embed  backend.Tensor
-	norm   backend.Tensor
-	lmHead backend.Tensor
-	layers []layer
-	rope   *backend.Rope
-	kv     backend.KVCache
-	opt    model.Options
+	model.Head // Forward, SampleLimits, ForwardSample over run
+	cfg        *model.Config
+	be         backend.Backend
+	embed      backend.Tensor
+	norm       backend.Tensor
+	lmHead     backend.Tensor
+	layers     []layer
+	rope       *backend.Rope
+	kv         backend.KVCache
+	opt        model.Options
 
 	// Activations sized for MaxBatchTokens.
 	x, h, q, k, v, attn, gate, up, mlp backend.Tensor
@@ -70,6 +71,7 @@ func New(cfg *model.Config, w model.WeightSource, be backend.Backend, opt model.
 	H, hd := cfg.HiddenSize, cfg.HeadDim
 	nh, nkv := cfg.NumAttentionHeads, cfg.NumKeyValueHeads
 	m := &Model{cfg: cfg, be: be, opt: opt, layers: make([]layer, cfg.NumHiddenLayers)}
+	m.Head = model.Head{Be: be, Vocab: cfg.VocabSize, Run: m.run}
 	var err error
 	get := func(name string, shape ...int) backend.Tensor {
 		if err != nil {
@@ -169,60 +171,8 @@ func (m *Model) KVCache() backend.KVCache { return m.kv }
 // MaxPositions is the longest sequence the rotary table covers.
 func (m *Model) MaxPositions() int { return m.rope.MaxPos }
 
-func (m *Model) Forward(b *model.Batch, dst []float32) error {
-	if len(dst) < len(b.Outputs)*m.cfg.VocabSize {
-		return fmt.Errorf("logits buffer too small")
-	}
-	logits, err := m.run(b)
-	if err != nil || logits == nil {
-		return err
-	}
-	m.be.ReadRows(logits, dst[:len(b.Outputs)*m.cfg.VocabSize])
-	return m.checkBackend()
-}
-
-// SampleLimits reports what ForwardSample serves: the backend's sampling
-// on the device, if it has one (model.Sampling).
-func (m *Model) SampleLimits() backend.SampleLimits {
-	if rs, ok := m.be.(backend.RowSampler); ok {
-		return rs.SampleLimits()
-	}
-	return backend.SampleLimits{}
-}
-
-// ForwardSample is Forward with the tokens chosen by the backend
-// (model.Sampling).
-func (m *Model) ForwardSample(b *model.Batch, req []backend.SampleRequest, out []backend.SampleResult) error {
-	rs, ok := m.be.(backend.RowSampler)
-	if !ok {
-		return fmt.Errorf("backend %s cannot sample", m.be.Name())
-	}
-	if len(req) != len(b.Outputs) || len(out) < len(req) {
-		return fmt.Errorf("%d sampling requests and %d results for %d outputs", len(req), len(out), len(b.Outputs))
-	}
-	logits, err := m.run(b)
-	if err != nil || logits == nil {
-		return err
-	}
-	if err := rs.SampleRows(logits, req, out); err != nil {
-		return fmt.Errorf("sampling: %w", err)
-	}
-	return m.checkBackend()
-}
-
-// checkBackend returns a device backend's asynchronous failure, reported
-// after the forward's synchronisation rather than per operator.
-func (m *Model) checkBackend() error {
-	if c, ok := m.be.(backend.Checker); ok {
-		if err := c.Err(); err != nil {
-			return fmt.Errorf("forward pass: %w", err)
-		}
-	}
-	return nil
-}
-
 // run computes the batch up to the LM head and returns the logits of
-// b.Outputs (nil when there are none), not yet read back.
+// b.Outputs (nil when there are none), not yet read back (model.Head).
 func (m *Model) run(b *model.Batch) (backend.Tensor, error) {
 	cfg, be := m.cfg, m.be
 	T := len(b.Tokens)

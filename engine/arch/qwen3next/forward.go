@@ -8,63 +8,11 @@ import (
 	"github.com/infernix/infernix/engine/model"
 )
 
-// Forward runs a batch. Besides the block tables, b.Attn.Slots names each
-// sequence's recurrent-state slot (nil: slot = sequence index); a sequence
-// whose first token here is at position 0 starts from zero state.
-func (m *Model) Forward(b *model.Batch, dst []float32) error {
-	if len(dst) < len(b.Outputs)*m.cfg.VocabSize {
-		return fmt.Errorf("logits buffer too small")
-	}
-	logits, err := m.run(b)
-	if err != nil || logits == nil {
-		return err
-	}
-	m.be.ReadRows(logits, dst[:len(b.Outputs)*m.cfg.VocabSize])
-	return m.checkBackend()
-}
-
-// SampleLimits reports what ForwardSample serves: the backend's sampling
-// on the device, if it has one (model.Sampling).
-func (m *Model) SampleLimits() backend.SampleLimits {
-	if rs, ok := m.be.(backend.RowSampler); ok {
-		return rs.SampleLimits()
-	}
-	return backend.SampleLimits{}
-}
-
-// ForwardSample is Forward with the tokens chosen by the backend
-// (model.Sampling).
-func (m *Model) ForwardSample(b *model.Batch, req []backend.SampleRequest, out []backend.SampleResult) error {
-	rs, ok := m.be.(backend.RowSampler)
-	if !ok {
-		return fmt.Errorf("backend %s cannot sample", m.be.Name())
-	}
-	if len(req) != len(b.Outputs) || len(out) < len(req) {
-		return fmt.Errorf("%d sampling requests and %d results for %d outputs", len(req), len(out), len(b.Outputs))
-	}
-	logits, err := m.run(b)
-	if err != nil || logits == nil {
-		return err
-	}
-	if err := rs.SampleRows(logits, req, out); err != nil {
-		return fmt.Errorf("sampling: %w", err)
-	}
-	return m.checkBackend()
-}
-
-// checkBackend returns a device backend's asynchronous failure, reported
-// after the forward's synchronisation rather than per operator.
-func (m *Model) checkBackend() error {
-	if c, ok := m.be.(backend.Checker); ok {
-		if err := c.Err(); err != nil {
-			return fmt.Errorf("forward pass: %w", err)
-		}
-	}
-	return nil
-}
-
 // run computes the batch up to the LM head and returns the logits of
-// b.Outputs (nil when there are none), not yet read back.
+// b.Outputs (nil when there are none), not yet read back (model.Head).
+// Besides the block tables, b.Attn.Slots names each sequence's
+// recurrent-state slot (nil: slot = sequence index); a sequence whose first
+// token here is at position 0 starts from zero state.
 func (m *Model) run(b *model.Batch) (backend.Tensor, error) {
 	cfg, be := m.cfg, m.be
 	T := len(b.Tokens)

@@ -54,20 +54,21 @@ type layer struct {
 
 // Model is a loaded hybrid decoder.
 type Model struct {
-	cfg    *model.Config
-	arch   arch
-	be     backend.Backend
-	rec    backend.Recurrent
-	opt    model.Options
-	embed  backend.Tensor
-	norm   backend.Tensor
-	lmHead backend.Tensor
-	layers []layer
-	rope   *backend.Rope
-	kv     backend.KVCache
-	pool   *state.Pool
-	spec   backend.GDNSpec
-	mtp    map[string]backend.Tensor
+	model.Head // Forward, SampleLimits, ForwardSample over run
+	cfg        *model.Config
+	arch       arch
+	be         backend.Backend
+	rec        backend.Recurrent
+	opt        model.Options
+	embed      backend.Tensor
+	norm       backend.Tensor
+	lmHead     backend.Tensor
+	layers     []layer
+	rope       *backend.Rope
+	kv         backend.KVCache
+	pool       *state.Pool
+	spec       backend.GDNSpec
+	mtp        map[string]backend.Tensor
 	// next[slot] is the position the slot's state continues at (-1: none).
 	// Forward refuses a continuation the state does not match, so a slot
 	// mix-up or a prefix-cache hit without a restored snapshot is an error,
@@ -112,6 +113,7 @@ func New(top *model.Config, w model.WeightSource, be backend.Backend, opt model.
 		opt.KVBlocks = (cfg.MaxPositionEmbeddings + backend.BlockSize - 1) / backend.BlockSize
 	}
 	m := &Model{cfg: cfg, arch: a, be: be, rec: rec, opt: opt, layers: make([]layer, cfg.NumHiddenLayers)}
+	m.Head = model.Head{Be: be, Vocab: cfg.VocabSize, Run: m.run}
 	m.spec = backend.GDNSpec{KHeads: cfg.LinearNumKeyHeads, VHeads: cfg.LinearNumValueHeads,
 		KDim: cfg.LinearKeyHeadDim, VDim: cfg.LinearValueHeadDim, Chunk: Chunk}
 	fw, _ := w.(*model.FileWeights)
