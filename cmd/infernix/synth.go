@@ -22,7 +22,11 @@ func init() {
 // cmdSynth writes what `--synthetic-weights` makes in memory as a real
 // Hugging Face directory (config.json, sharded model-*.safetensors and
 // model.safetensors.index.json), so that loading a large checkpoint from disk
-// can be timed on a machine that cannot download one.
+// can be timed on a machine that cannot download one. The tensors are the
+// ones the engine reads, under the names it asks for: for Qwen3 and
+// Qwen3-MoE exactly a Hugging Face checkpoint's; for the hybrid
+// architectures the split projections and per-expert weights the loader
+// also accepts, and no MTP head.
 func cmdSynth(args []string, stdout io.Writer) error {
 	fs := newFlags("synth")
 	cfgDir := fs.String("model", "", "directory with the config.json to follow")
