@@ -59,18 +59,7 @@ func (s *Server) renderChat(req *chatRequest, budget int) (*prompt, *APIError) {
 	if t == nil {
 		return nil, errNoTemplate
 	}
-	tools := req.tools
-	if req.toolChoice == "none" {
-		tools = nil // no tools offered, none parsed
-	}
-	kwargs := req.kwargs
-	if budget == 0 {
-		kwargs = make(map[string]json.RawMessage, len(req.kwargs)+1)
-		for k, v := range req.kwargs {
-			kwargs[k] = v
-		}
-		kwargs["enable_thinking"] = json.RawMessage("false")
-	}
+	tools, kwargs := templateArgs(req, budget)
 	out, rerr := t.Render(chat.Request{Messages: req.messages, Tools: tools, AddGenerationPrompt: req.addGenerationPrompt,
 		Kwargs: kwargs, BOSToken: s.eng.BOS(), EOSToken: s.eng.EOS()})
 	if rerr != nil {
@@ -96,6 +85,25 @@ func (s *Server) renderChat(req *chatRequest, budget int) (*prompt, *APIError) {
 	}
 	p.text = out + p.prefill
 	return p, nil
+}
+
+// templateArgs are the tools and kwargs the template renders req with: no
+// tools under tool_choice none (none offered, none parsed), and
+// enable_thinking false under a thinking budget of 0.
+func templateArgs(req *chatRequest, budget int) (json.RawMessage, map[string]json.RawMessage) {
+	tools := req.tools
+	if req.toolChoice == "none" {
+		tools = nil
+	}
+	kwargs := req.kwargs
+	if budget == 0 {
+		kwargs = make(map[string]json.RawMessage, len(req.kwargs)+1)
+		for k, v := range req.kwargs {
+			kwargs[k] = v
+		}
+		kwargs["enable_thinking"] = json.RawMessage("false")
+	}
+	return tools, kwargs
 }
 
 // forcedCallOpening is the start of a call in the model's format: the
@@ -143,6 +151,9 @@ func (s *Server) chatJob(req *chatRequest) (*job, *APIError) {
 		logprobs:    -1,
 		skipSpecial: req.gen.skipSpecialTokens,
 		thinkBudget: budget,
+	}
+	if s.eng.Sched != nil && s.eng.Sched.KeepsSnapshots() {
+		j.sharedPrefix = s.sharedPrefix(req, budget, ids)
 	}
 	if req.logprobs {
 		j.logprobs = req.topLogprobs

@@ -43,6 +43,10 @@ type job struct {
 	singleCall bool // parallel_tool_calls false: end after the first call
 
 	hooks *jobHooks // nil without hooks
+
+	// sharedPrefix is how many leading prompt tokens are the system prompt
+	// and tools (0: unknown; sched.Request.SharedPrefix).
+	sharedPrefix int
 }
 
 // outKind says what an output carries.
@@ -117,7 +121,7 @@ func (s *Server) submit(j *job, conn net.Conn, arrived time.Time) (*generation, 
 	}
 	r := &sched.Request{Prompt: j.prompt, MaxTokens: j.maxTokens, Sampling: j.sampling, StopTokens: stops,
 		Logprobs: j.logprobs, PromptLogprobs: j.promptLogprobs, PromptTop: j.promptTop,
-		ThinkBudget: -1, ThinkOpen: -1, ThinkClose: -1}
+		ThinkBudget: -1, ThinkOpen: -1, ThinkClose: -1, SharedPrefix: j.sharedPrefix}
 	if j.reasoning && s.thinkOpen >= 0 && s.thinkClose >= 0 {
 		r.ThinkOpen, r.ThinkClose, r.InThink = s.thinkOpen, s.thinkClose, j.inThink
 		if j.thinkBudget >= 0 {

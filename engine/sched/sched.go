@@ -92,6 +92,12 @@ type Request struct {
 	// CacheSalt isolates prefix-cache entries: requests reuse only blocks
 	// computed under the same salt (e.g. per tenant).
 	CacheSalt string
+	// SharedPrefix is how many leading prompt tokens are the system prompt
+	// and tool definitions (0 = unknown), what other conversations are
+	// likely to share. Hybrid models keep a state snapshot at the last full
+	// block at or before it, so that the next conversation resumes there
+	// (snapshots.go); other models ignore it.
+	SharedPrefix int
 }
 
 // Event is a step of a request's output, in order; the last has Done set.
@@ -168,6 +174,10 @@ type lane struct {
 	chainN   int
 	pinned   []int32
 	cached   int
+	// sharedAt is the block ending the request's system/tools block
+	// (Request.SharedPrefix; 0: unknown), where hybrid models keep a shared
+	// snapshot.
+	sharedAt int
 }
 
 // Scheduler owns a model and its KV allocator.
@@ -277,6 +287,11 @@ func New(m model.Model, cfg Config) *Scheduler {
 	return s
 }
 
+// KeepsSnapshots reports whether the scheduler keeps recurrent-state
+// snapshots for prefix reuse (hybrid models, reuse on): only then does
+// Request.SharedPrefix matter, so callers may skip computing it otherwise.
+func (s *Scheduler) KeepsSnapshots() bool { return s.snaps != nil }
+
 // Config returns the effective configuration.
 func (s *Scheduler) Config() Config { return s.cfg }
 
@@ -331,6 +346,7 @@ func (s *Scheduler) Submit(ctx context.Context, r *Request) (<-chan Event, error
 	l.nPrompt = len(r.Prompt)
 	l.seed = prefix.Seed(s.cfg.PrefixSeed, []byte(r.CacheSalt))
 	l.cached = -1
+	l.sharedAt = min(max(r.SharedPrefix, 0), l.nPrompt) / prefix.BlockSize
 	l.sampler = sample.New(r.Sampling, s.vocab, r.Prompt)
 	l.stop = make(map[int32]bool, len(r.StopTokens))
 	for _, t := range r.StopTokens {

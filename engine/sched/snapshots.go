@@ -16,9 +16,14 @@ import (
 //   - interval: every SnapshotInterval blocks of a long prompt, so that a
 //     lane preempted mid-prompt, or a request that shares the beginning of a
 //     long prompt, resumes near where it diverges;
-//   - shared: a branch point of the prefix tree, the end of what several
-//     conversations share (their system prompt and tools). The scheduler
-//     cannot see messages, so it finds this point from the cache: a lane
+//   - shared: the end of what several conversations share (their system
+//     prompt and tools). The server says where that is when it knows
+//     (Request.SharedPrefix, from the chat template): the last full block
+//     at or before it is kept as shared from the first conversation on,
+//     marked when a lane resumes at or past it, taken as a lane computes
+//     past it. Without that hint (raw completions, or a template that renders
+//     the system block differently once other messages follow) the
+//     scheduler finds a branch point of the prefix tree instead: a lane
 //     whose lookup stops before its prompt's last full block, at a block
 //     that other indexed blocks already continue from (prefix.Cache.Children),
 //     diverges there from another conversation. When the lane did not resume
@@ -229,6 +234,9 @@ func (s *Scheduler) snapshotAfterStep(l *lane) {
 		kind |= snapShared
 		delete(st.branchAt, l)
 	}
+	if blocks == l.sharedAt {
+		kind |= snapShared
+	}
 	if kind == 0 {
 		return
 	}
@@ -247,9 +255,9 @@ func (s *Scheduler) snapshotAfterStep(l *lane) {
 // resumeFromSnapshot trims a hybrid lane's reused prefix (n blocks acquired
 // from the cache, of at most maxBlocks) to the deepest block that has a
 // snapshot, restores that state into the lane's slot, and returns the blocks
-// kept. It then applies the rules above: a branch point at n is marked or
-// scheduled as shared, and the snapshots the lane's conversation passed are
-// released.
+// kept. It then applies the rules above: the request's system/tools
+// boundary and a branch point at n are marked or scheduled as shared, and
+// the snapshots the lane's conversation passed are released.
 func (s *Scheduler) resumeFromSnapshot(l *lane, n, maxBlocks int) int {
 	st := s.snaps
 	keys := make([]prefix.Key, n+1)
@@ -285,6 +293,11 @@ func (s *Scheduler) resumeFromSnapshot(l *lane, n, maxBlocks int) int {
 		st.hits.Add(1)
 		from = st.byKey[keys[k]]
 	}
+	if at := l.sharedAt; at > 0 && at <= n {
+		if e := st.byKey[keys[at]]; e != nil {
+			e.kind |= snapShared // the request's own system/tools boundary
+		}
+	}
 	continuing := from != nil && from.kind&snapTurn != 0
 	if n > 0 && n < maxBlocks && !continuing && s.pc.Children(keys[n]) > 0 {
 		if k == n {
@@ -314,6 +327,9 @@ func (s *Scheduler) stopAtSnapshot(l *lane, n int) int {
 	}
 	if at, ok := s.snaps.branchAt[l]; ok && at*bs > l.computed && at*bs < next {
 		next = at * bs
+	}
+	if at := l.sharedAt * bs; at > l.computed && at < next {
+		next = at
 	}
 	if l.computed+n > next {
 		return next - l.computed

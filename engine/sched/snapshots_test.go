@@ -265,3 +265,58 @@ func TestHybridReplayRestarts(t *testing.T) {
 	}
 	t.Logf("%.1f%% of %d prompt tokens from cache with a restart before every turn", 100*ratio, promptTotal)
 }
+
+// TestSharedPrefixSnapshot: with Request.SharedPrefix (the server's
+// system/tools block, 200 tokens: block 3) the snapshot at that boundary is
+// kept as shared from the FIRST conversation on, survives the release of
+// the turn boundaries conversation A passes over three turns, and a second
+// conversation B with the same system prompt resumes from it. Without the
+// hint A holds only its turn boundaries and B computes in full (then the
+// branch-point inference, the fallback, marks block 3 shared). Every output
+// equals computing the prompt in full.
+func TestSharedPrefixSnapshot(t *testing.T) {
+	const name = "qwen35-tiny"
+	V := int32(tinyHybrid(t, name, 8, 1024).Config().VocabSize)
+	full := New(tinyHybrid(t, name, 64, 1024), Config{MaxLanes: 1, PrefillChunk: 128, NoPrefixReuse: true})
+	defer full.Shutdown()
+	sys := hybridTokens(200, 1, V)
+	cases := []struct {
+		name   string
+		shared int
+		chains []string // A's chain after each of its turns (280, 386, 492 tokens)
+		cached []int    // A's cached tokens per turn
+		bCache int      // B's cached tokens
+	}{
+		{"hint", 200, []string{"3S 4T", "3S 4T 6T", "3S 6T 7T"}, []int{0, 256, 384}, 192},
+		{"no hint", 0, []string{"4T", "4T 6T", "6T 7T"}, []int{0, 256, 384}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// The default interval (16 blocks) takes no interval snapshot here.
+			s := New(tinyHybrid(t, name, 64, 1024), Config{MaxLanes: 1, PrefillChunk: 128})
+			defer s.Shutdown()
+			check := func(what string, p []int32, wantCached int, wantChain string) []int32 {
+				t.Helper()
+				r := req(p, 6)
+				r.SharedPrefix = c.shared
+				got, stats := run(t, s, r)
+				if want, _ := run(t, full, req(p, 6)); !equal(got, want) {
+					t.Fatalf("%s: with the cache %v, in full %v", what, got, want)
+				}
+				if stats.CachedTokens != wantCached {
+					t.Errorf("%s: %d cached tokens, want %d", what, stats.CachedTokens, wantCached)
+				}
+				if chain := chainSnapshots(t, s, p); chain != wantChain {
+					t.Errorf("%s: chain snapshots %q, want %q", what, chain, wantChain)
+				}
+				return got
+			}
+			a := cat(sys, hybridTokens(80, 2, V))
+			for turn, chain := range c.chains {
+				got := check(fmt.Sprintf("A turn %d", turn+1), a, c.cached[turn], chain)
+				a = cat(a, got, hybridTokens(100, 20+turn, V))
+			}
+			check("B", cat(sys, hybridTokens(80, 3, V)), c.bCache, "3S 4T")
+		})
+	}
+}
