@@ -135,26 +135,7 @@ func toF32(t *safetensors.Tensor, i int) float32 {
 	case safetensors.BF16:
 		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(t.Data[2*i:])) << 16)
 	}
-	return halfToF32(binary.LittleEndian.Uint16(t.Data[2*i:]))
-}
-
-func halfToF32(h uint16) float32 {
-	sign := float32(1)
-	if h>>15 != 0 {
-		sign = -1
-	}
-	exp := int(h>>10) & 0x1f
-	mant := float64(h & 0x3ff)
-	switch exp {
-	case 0:
-		return sign * float32(math.Ldexp(mant, -24))
-	case 31:
-		if mant == 0 {
-			return sign * float32(math.Inf(1))
-		}
-		return float32(math.NaN())
-	}
-	return sign * float32(math.Ldexp(1+mant/1024, exp-15))
+	return backend.HalfToFloat32(binary.LittleEndian.Uint16(t.Data[2*i:]))
 }
 
 // loadMTP keeps every `mtp.*` tensor (the multi-token-prediction head) resident

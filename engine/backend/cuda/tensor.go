@@ -80,7 +80,7 @@ func (b *Backend) Upload(name string, dt backend.DType, shape []int, data []byte
 			if dt == backend.BF16 {
 				f[i] = math.Float32frombits(uint32(h) << 16)
 			} else {
-				f[i] = halfToFloat(h)
+				f[i] = backend.HalfToFloat32(h)
 			}
 		}
 		src = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*n)
@@ -186,24 +186,4 @@ func (b *Backend) Free(t backend.Tensor) {
 	b.needEager()
 	b.sync()
 	b.free(c.ptr)
-}
-
-// halfToFloat converts an IEEE half to float32.
-func halfToFloat(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := int(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch {
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
-	case exp == 0:
-		f := float32(mant) / 1024 / 16384
-		if sign != 0 {
-			return -f
-		}
-		return f
-	case exp == 31:
-		return math.Float32frombits(sign | 0xff<<23 | mant<<13)
-	}
-	return math.Float32frombits(sign | uint32(exp-15+127)<<23 | mant<<13)
 }
