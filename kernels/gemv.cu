@@ -249,6 +249,22 @@ extern "C" __global__ void moe_combine(float* out, const float* y, const float* 
   }
 }
 
+// The grouped MoE path's combine (INFERNIX_CUDA_MOE_GROUPED): the expert
+// outputs y are grouped by expert, rows[t·K + k] naming pair (t, k)'s row,
+// and out[t, :] = Σ_k w[t, k] · y[rows[t·K + k], :]. A gather rather than a
+// scatter-add: one block owns each output row and sums its k in order, in
+// the same fmaf sequence as moe_combine, so the result is deterministic (no
+// float atomics) and equal to moe_combine's for equal y rows.
+extern "C" __global__ void moe_combine_rows(float* out, const float* y, const float* w, const int* rows, int K, int H) {
+  PDL_ENTRY();
+  const int t = blockIdx.x;
+  for (int j = threadIdx.x; j < H; j += blockDim.x) {
+    float s = 0.f;
+    for (int k = 0; k < K; k++) s = fmaf(w[(long)t * K + k], y[(long)rows[(long)t * K + k] * H + j], s);
+    out[(long)t * H + j] = s;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Fused decode products (bf16 weights, T ≤ R ≤ 8 rows of f32 activations).
 // One kernel family covers the decode step's products with what surrounds

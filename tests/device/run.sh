@@ -8,7 +8,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixf16 bench hf hf32 load cli) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixf16 bench moebench moe hf hf32 load cli) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -63,7 +63,7 @@ group() {
 
 T=$root/bin/cuda/cuda.test
 group driver 60 "$root/bin/cuda/driver.test" -test.v
-group ops 300 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestFused|TestHostCopies|TestKVBlockCopy|TestSampleRows'
+group ops 300 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestMoEGrouped|TestFused|TestHostCopies|TestKVBlockCopy|TestSampleRows'
 group attention 300 "$T" -test.v -test.run 'TestAttention|TestDecodeSplits'
 group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestGraphsMatchEager|TestFixtures'
 # fixvar: the fixtures again with one part switched back at a time (bisects a
@@ -80,6 +80,13 @@ group fixnew 120 env INFERNIX_CUDA_GEMV_WIDE=1 INFERNIX_CUDA_ATTN_DEEP=1 "$T" -t
 # TestAttentionKVF16 (attention group) and TestModelFuseModes/kvf16*.
 group fixf16 120 env INFERNIX_CUDA_KV=f16 "$T" -test.v -test.run 'TestFixtures|TestModelRandom'
 group bench 170 env INFERNIX_CUDA_SAMPLE=1 INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 165s
+# moebench and moe (not in the default groups): the grouped MoE path
+# (issue 6, INFERNIX_CUDA_MOE_GROUPED) on the Qwen3-30B-A3B config, random
+# weights made on the device (61 GB): a 4,096-token prefill grouped vs
+# indexed (TestBench stops after it); then the op test and the random MoE
+# models and fixtures with the path switched on.
+group moebench 400 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-30b-a3b" INFERNIX_BENCH_MOE_GROUPED=1 INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 390s
+group moe 120 env INFERNIX_CUDA_MOE_GROUPED=1 "$T" -test.v -test.run 'TestMoEGrouped|TestModelRandom|TestGraphsMatchEager|TestFixtures'
 if case " $groups " in *" hf "*) ;; *) false ;; esac; then
   echo "== hf reference generation" | tee -a "$log"
   PYTHONUNBUFFERED=1 timeout 150 python3 "$root/tests/device/hf_compare.py" /tmp/infernix-hf >> "$log" 2>&1
@@ -117,7 +124,8 @@ for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 1
              ("decode_1lane_ctx512_wide_tok_s", None), ("decode_1lane_ctx512_wide2_tok_s", None), ("decode_1lane_ctx512_wide4_tok_s", None),
              ("decode_1lane_ctx32k_deep_tok_s", None), ("decode_1lane_ctx32k_deep3_tok_s", None),
              ("decode_1lane_ctx512_wide_deep_tok_s", None), ("decode_1lane_ctx32k_wide_deep_tok_s", None),
-             ("decode_1lane_ctx32k_kvf16_tok_s", None)]:
+             ("decode_1lane_ctx32k_kvf16_tok_s", None),
+             ("prefill_4096_moe_grouped_tok_s", None), ("prefill_4096_moe_indexed_tok_s", None)]:
     v = r.get(k)
     if v is None:
         print(f"| {k:34s} |        – |")

@@ -89,6 +89,11 @@ type Backend struct {
 	attnMode    string
 	prefillMin  int // smallest batch for the tensor-core prefill attention (0: default)
 
+	moeGrouped     bool    // MoE prefill through per-expert GEMMs (moe.go, INFERNIX_CUDA_MOE_GROUPED=1)
+	moeHost        pinned  // the grouped path's copy of the chosen experts
+	moePlan        moePlan // its per-expert row lists (reused storage)
+	moeGroupedRuns int     // MoE calls that took the grouped path (tests, benchmarks)
+
 	devSample   bool        // sampling on the device (sample.go)
 	sampleWords []int32     // its staged parameters and lists
 	sampleDraw  sample.Draw // scratch
@@ -201,6 +206,8 @@ func New(opt Options) (*Backend, error) {
 	b.pdlOK = b.sm >= 90 && b.drv.HasLaunchEx() && b.drv.Version() >= 12030
 	b.pdl = b.pdlOK && os.Getenv("INFERNIX_CUDA_PDL") == "1"
 	b.attnOld = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "old"
+	// Off by default until it has run on a GPU (issue 6).
+	b.moeGrouped = os.Getenv("INFERNIX_CUDA_MOE_GROUPED") == "1"
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
 	b.gemvWide = gemvWideConfig(os.Getenv("INFERNIX_CUDA_GEMV_WIDE"))
 	if d := envInt("INFERNIX_CUDA_ATTN_DEEP", 0); d == 1 || d == 3 {
@@ -350,6 +357,7 @@ func (b *Backend) release() {
 	}
 	b.meta.close(b)
 	b.out.close(b)
+	b.moeHost.close(b)
 	for i := range b.stageBuf {
 		b.stageBuf[i].close(b)
 		if b.stageEv[i] != 0 {

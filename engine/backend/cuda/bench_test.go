@@ -3,6 +3,7 @@ package cuda
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -188,6 +189,10 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 
 	// Prefill: one 4,096-token forward (median of 3 after a warm-up).
 	lane0 := [][]int32{seqBlocks(0, 70)}
+	if os.Getenv("INFERNIX_BENCH_MOE_GROUPED") == "1" {
+		benchMoEGrouped(b, res, func() time.Duration { return forward(lane0, []int{0}, 4096) }, logits[:V])
+		return res
+	}
 	forward(lane0, []int{0}, 4096)
 	var pf []time.Duration
 	for i := 0; i < 3; i++ {
@@ -351,6 +356,35 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		res["decode_roofline_tok_s"] = bw * 1e9 / float64(ws.Bytes)
 	}
 	return res
+}
+
+// benchMoEGrouped is the grouped MoE path's ablation (issue 6; a MoE config
+// and INFERNIX_BENCH_MOE_GROUPED=1, after which the bench stops: its other
+// figures are the dense model's): a 4,096-token prefill through the grouped
+// path (median of 3 after a warm-up) and through the indexed one (a single
+// forward: at this length it may take many seconds), and how far apart
+// their last-token logits are. It panics on failure, like benchBody.
+func benchMoEGrouped(b *Backend, res map[string]any, prefill func() time.Duration, logits []float32) {
+	saved := b.moeGrouped
+	defer func() { b.moeGrouped = saved }()
+	b.moeGrouped = true
+	runs := b.moeGroupedRuns
+	prefill()
+	var ts []time.Duration
+	for i := 0; i < 3; i++ {
+		ts = append(ts, prefill())
+	}
+	res["prefill_4096_moe_grouped_tok_s"] = 4096 / median(ts).Seconds()
+	res["moe_grouped_layer_calls"] = b.moeGroupedRuns - runs
+	grouped := append([]float32(nil), logits...)
+	b.moeGrouped = false
+	res["prefill_4096_moe_indexed_tok_s"] = 4096 / prefill().Seconds()
+	var diff, scale float64
+	for i, v := range logits {
+		diff = math.Max(diff, math.Abs(float64(v)-float64(grouped[i])))
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	res["moe_grouped_logits_max_abs_diff"], res["moe_indexed_logits_max_abs"] = diff, scale
 }
 
 // benchSampling measures decode at 512 tokens of context with sampling on

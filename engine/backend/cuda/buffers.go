@@ -54,6 +54,7 @@ const (
 	scrAttnCnt        // attn_decode's split counters (zero between launches)
 	scrSample         // sample_rows' results
 	scrGemvW          // split-K GEMV counters (zero between launches) and partial sums
+	scrMoEX           // grouped MoE: the tokens' rows gathered by expert
 	numScratch
 )
 

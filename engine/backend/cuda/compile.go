@@ -39,7 +39,7 @@ type kernelSet struct {
 	gemvfw                                [3][2][4]*kernel     // the same, split over I (INFERNIX_CUDA_GEMV_WIDE)
 	addRMS                                *kernel
 	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
-	moeRoute, moeCombine                  *kernel
+	moeRoute, moeCombine, moeCombineRows  *kernel
 	sample                                *kernel // nil unless sampling on the device is on (sample.go)
 }
 
@@ -167,7 +167,7 @@ func (b *Backend) loadKernels() error {
 		"kv_store_f16": &k.kvStore[kvF16], "sigmoid_gated_add": &k.sigAdd, "fill_random_bf16": &k.fill[kvBF16],
 		"fill_random_f16": &k.fill[kvF16], "add_rmsnorm": &k.addRMS,
 	}
-	gv := map[string]**kernel{"moe_route": &k.moeRoute, "moe_combine": &k.moeCombine}
+	gv := map[string]**kernel{"moe_route": &k.moeRoute, "moe_combine": &k.moeCombine, "moe_combine_rows": &k.moeCombineRows}
 	for m := 0; m < 3; m++ {
 		for nrm := 0; nrm < 2; nrm++ {
 			for i, r := range []int{1, 2, 4, 8} {

@@ -23,7 +23,9 @@ type moeTables struct {
 // MLPs weighted by their probabilities (renormalised if NormTopK), plus the
 // optional shared expert. Everything stays on the device, so decode steps
 // with MoE layers are captured as graphs too. Each (token, expert) pair
-// reads its expert's weights once: right for decode, slow for long prefills.
+// reads its expert's weights once: right for decode, slow for long prefills,
+// which INFERNIX_CUDA_MOE_GROUPED=1 sends through per-expert GEMMs instead
+// (moeGroupedRun).
 func (b *Backend) MoE(out, x backend.Tensor, m *backend.MoE) {
 	o, xx := f32t(out, "MoE"), f32t(x, "MoE")
 	T, H := xx.rows, xx.cols
@@ -43,14 +45,22 @@ func (b *Backend) MoE(out, x backend.Tensor, m *backend.MoE) {
 		return
 	}
 	inter := tb.inter
+	grouped := b.moeGroupedFor(T)
 	logits, ok1 := b.scratchPtr(scrRouter, uint64(4*T*E))
 	topIdx, ok2 := b.scratchPtr(scrTopIdx, uint64(4*T*K))
 	topW, ok3 := b.scratchPtr(scrTopW, uint64(4*T*K))
-	gate, ok4 := b.scratchPtr(scrGate, uint64(4*T*K*inter))
-	up, ok5 := b.scratchPtr(scrUp, uint64(4*T*K*inter))
-	down, ok6 := b.scratchPtr(scrDown, uint64(4*T*K*H))
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
+	if !(ok1 && ok2 && ok3) {
 		return
+	}
+	var gate, up, down driver.DevPtr
+	if !grouped {
+		var ok4, ok5, ok6 bool
+		gate, ok4 = b.scratchPtr(scrGate, uint64(4*T*K*inter))
+		up, ok5 = b.scratchPtr(scrUp, uint64(4*T*K*inter))
+		down, ok6 = b.scratchPtr(scrDown, uint64(4*T*K*H))
+		if !(ok4 && ok5 && ok6) {
+			return
+		}
 	}
 	b.matmulOpt(logits, xx.ptr, router, T, H, E, false)
 	norm := 0
@@ -58,22 +68,26 @@ func (b *Backend) MoE(out, x backend.Tensor, m *backend.MoE) {
 		norm = 1
 	}
 	b.launch(b.k.moeRoute, blocks(T, 4), 1, 1, 32, 4, 0, ptr(logits), ptr(topIdx), ptr(topW), i32(T), i32(E), i32(K), i32(norm))
-	// Pairs in chunks that keep gridDim.y under its limit.
-	step := max(1, 65535/K)
-	for t0 := 0; t0 < T; t0 += step {
-		nt := min(step, T-t0)
-		pairs := nt * K
-		idx := topIdx + driver.DevPtr(4*t0*K)
-		g := gate + driver.DevPtr(4*t0*K*inter)
-		u := up + driver.DevPtr(4*t0*K*inter)
-		d := down + driver.DevPtr(4*t0*K*H)
-		xs := xx.ptr + driver.DevPtr(4*t0*H)
-		b.gemvIndexed(g, xs, tb.gate, idx, K, H, inter, pairs, tb.dt)
-		b.gemvIndexed(u, xs, tb.up, idx, K, H, inter, pairs, tb.dt)
-		b.swiglu(g, g, u, pairs*inter)
-		b.gemvIndexed(d, g, tb.down, idx, 1, inter, H, pairs, tb.dt)
+	if grouped {
+		b.moeGroupedRun(o, xx, m, tb, topIdx, topW, T, K)
+	} else {
+		// Pairs in chunks that keep gridDim.y under its limit.
+		step := max(1, 65535/K)
+		for t0 := 0; t0 < T; t0 += step {
+			nt := min(step, T-t0)
+			pairs := nt * K
+			idx := topIdx + driver.DevPtr(4*t0*K)
+			g := gate + driver.DevPtr(4*t0*K*inter)
+			u := up + driver.DevPtr(4*t0*K*inter)
+			d := down + driver.DevPtr(4*t0*K*H)
+			xs := xx.ptr + driver.DevPtr(4*t0*H)
+			b.gemvIndexed(g, xs, tb.gate, idx, K, H, inter, pairs, tb.dt)
+			b.gemvIndexed(u, xs, tb.up, idx, K, H, inter, pairs, tb.dt)
+			b.swiglu(g, g, u, pairs*inter)
+			b.gemvIndexed(d, g, tb.down, idx, 1, inter, H, pairs, tb.dt)
+		}
+		b.launch(b.k.moeCombine, uint32(T), 1, 1, 256, 1, 0, ptr(o.ptr), ptr(down), ptr(topW), i32(K), i32(H))
 	}
-	b.launch(b.k.moeCombine, uint32(T), 1, 1, 256, 1, 0, ptr(o.ptr), ptr(down), ptr(topW), i32(K), i32(H))
 	if m.SharedGate != nil {
 		b.sharedExpert(o, xx, m)
 	}
