@@ -82,37 +82,13 @@ func (p *parser) parseCondexpr() (expr, error) {
 }
 
 func (p *parser) parseOr() (expr, error) {
-	line := p.cur().line
-	l, err := p.parseAnd()
-	if err != nil {
-		return nil, err
-	}
-	for p.skipName("or") {
-		r, err := p.parseAnd()
-		if err != nil {
-			return nil, err
-		}
-		l = &orExpr{pos{line}, l, r}
-		line = p.cur().line
-	}
-	return l, nil
+	return p.leftAssoc(p.parseAnd, func() string { return p.nameOp("or") },
+		func(line int, _ string, l, r expr) expr { return &orExpr{pos{line}, l, r} })
 }
 
 func (p *parser) parseAnd() (expr, error) {
-	line := p.cur().line
-	l, err := p.parseNot()
-	if err != nil {
-		return nil, err
-	}
-	for p.skipName("and") {
-		r, err := p.parseNot()
-		if err != nil {
-			return nil, err
-		}
-		l = &andExpr{pos{line}, l, r}
-		line = p.cur().line
-	}
-	return l, nil
+	return p.leftAssoc(p.parseNot, func() string { return p.nameOp("and") },
+		func(line int, _ string, l, r expr) expr { return &andExpr{pos{line}, l, r} })
 }
 
 func (p *parser) parseNot() (expr, error) {
@@ -170,21 +146,7 @@ func (p *parser) parseCompare() (expr, error) {
 }
 
 func (p *parser) parseMath1() (expr, error) {
-	line := p.cur().line
-	l, err := p.parseConcat()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("+") || p.isOp("-") {
-		op := p.next().val
-		r, err := p.parseConcat()
-		if err != nil {
-			return nil, err
-		}
-		l = &binExpr{pos{line}, op, l, r}
-		line = p.cur().line
-	}
-	return l, nil
+	return p.leftAssoc(p.parseConcat, func() string { return p.symbolOp("+", "-") }, newBinExpr)
 }
 
 func (p *parser) parseConcat() (expr, error) {
@@ -208,39 +170,53 @@ func (p *parser) parseConcat() (expr, error) {
 }
 
 func (p *parser) parseMath2() (expr, error) {
+	return p.leftAssoc(p.parsePow, func() string { return p.symbolOp("*", "/", "//", "%") }, newBinExpr)
+}
+
+func (p *parser) parsePow() (expr, error) {
+	return p.leftAssoc(func() (expr, error) { return p.parseUnary(true) }, func() string { return p.symbolOp("**") }, newBinExpr)
+}
+
+// leftAssoc parses operand (op operand)* into left-associated nodes made by
+// join, each at the line where its left side starts (the first) or where the
+// previous operator ended; match consumes an operator and names it, or
+// returns "" when none follows.
+func (p *parser) leftAssoc(operand func() (expr, error), match func() string, join func(line int, op string, l, r expr) expr) (expr, error) {
 	line := p.cur().line
-	l, err := p.parsePow()
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.isOp("*") || p.isOp("/") || p.isOp("//") || p.isOp("%") {
-		op := p.next().val
-		r, err := p.parsePow()
+	for op := match(); op != ""; op = match() {
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		l = &binExpr{pos{line}, op, l, r}
+		l = join(line, op, l, r)
 		line = p.cur().line
 	}
 	return l, nil
 }
 
-func (p *parser) parsePow() (expr, error) {
-	line := p.cur().line
-	l, err := p.parseUnary(true)
-	if err != nil {
-		return nil, err
+// nameOp consumes the keyword operator name if it comes next.
+func (p *parser) nameOp(name string) string {
+	if p.skipName(name) {
+		return name
 	}
-	for p.skipOp("**") {
-		r, err := p.parseUnary(true)
-		if err != nil {
-			return nil, err
-		}
-		l = &binExpr{pos{line}, "**", l, r}
-		line = p.cur().line
-	}
-	return l, nil
+	return ""
 }
+
+// symbolOp consumes the next token if it is one of ops.
+func (p *parser) symbolOp(ops ...string) string {
+	for _, op := range ops {
+		if p.isOp(op) {
+			return p.next().val
+		}
+	}
+	return ""
+}
+
+func newBinExpr(line int, op string, l, r expr) expr { return &binExpr{pos{line}, op, l, r} }
 
 func (p *parser) parseUnary(withFilter bool) (expr, error) {
 	if err := p.enter(); err != nil {
