@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/infernix/infernix/engine"
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/sample"
+	"github.com/infernix/infernix/engine/sched"
 )
 
 func init() {
@@ -26,6 +30,12 @@ type benchResult struct {
 	MemBandwidthGBs float64 `json:"mem_bandwidth_gb_per_s"`
 	RooflineTokPerS float64 `json:"roofline_decode_tok_per_s"`
 	RooflineRatio   float64 `json:"roofline_ratio"`
+	// With --ttft: time to first token of one prompt-tokens prompt through
+	// the scheduler, computed in full, then again with all but its last
+	// block from the prefix cache.
+	TTFTColdMs   float64 `json:"ttft_cold_ms,omitempty"`
+	TTFTCachedMs float64 `json:"ttft_cached_ms,omitempty"`
+	CachedTokens int     `json:"ttft_cached_tokens,omitempty"`
 }
 
 func cmdBench(args []string, stdout io.Writer) error {
@@ -35,6 +45,7 @@ func cmdBench(args []string, stdout io.Writer) error {
 	promptN := fs.Int("prompt-tokens", 512, "prompt length for the prefill measurement and the decode context")
 	decodeN := fs.Int("decode-tokens", 32, "decode steps to time")
 	asJSON := fs.Bool("json", false, "print JSON")
+	ttft := fs.Bool("ttft", false, "also time the first token of a prompt-tokens prompt through the scheduler, cold and from the prefix cache (set --prefill-chunk and --max-batch-tokens to the prompt length for one-pass prefill)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -115,6 +126,22 @@ func cmdBench(args []string, stdout io.Writer) error {
 			res.RooflineRatio = res.DecodeTokPerS / res.RooflineTokPerS
 		}
 	}
+	if *ttft {
+		prompt := make([]int32, *promptN)
+		for i := range prompt {
+			prompt[i] = int32((i*104729 + 7) % V) // not the throughput run's tokens
+		}
+		cold, err := firstTokenStats(e, prompt)
+		if err != nil {
+			return err
+		}
+		cached, err := firstTokenStats(e, prompt)
+		if err != nil {
+			return err
+		}
+		res.TTFTColdMs, res.TTFTCachedMs = ms(cold.TTFT), ms(cached.TTFT)
+		res.CachedTokens = cached.CachedTokens
+	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(res)
 	}
@@ -126,5 +153,26 @@ func cmdBench(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "memory       %8.2f GB/s measured → roofline %.2f tok/s; decode reaches %.0f%% of it\n",
 			res.MemBandwidthGBs, res.RooflineTokPerS, 100*res.RooflineRatio)
 	}
+	if *ttft {
+		fmt.Fprintf(stdout, "ttft         %8.1f ms cold, %.1f ms with %d of %d tokens from the prefix cache\n",
+			res.TTFTColdMs, res.TTFTCachedMs, res.CachedTokens, res.PromptTokens)
+	}
 	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// firstTokenStats submits prompt for one greedy token and returns its stats.
+func firstTokenStats(e *engine.Engine, prompt []int32) (sched.Stats, error) {
+	ch, err := e.Sched.Submit(context.Background(), &sched.Request{Prompt: prompt, MaxTokens: 1,
+		Sampling: sample.Params{TopP: 1, RepetitionPenalty: 1}, Logprobs: -1, ThinkBudget: -1, ThinkOpen: -1, ThinkClose: -1})
+	if err != nil {
+		return sched.Stats{}, err
+	}
+	for ev := range ch {
+		if ev.Done {
+			return ev.Stats, ev.Err
+		}
+	}
+	return sched.Stats{}, fmt.Errorf("the scheduler closed the request without a final event")
 }

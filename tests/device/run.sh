@@ -8,7 +8,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixf16 bench moebench moe hf hf32 load cli) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixf16 bench moebench moe hf hf32 load cli ttft ttftcopy) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -106,6 +106,11 @@ if case " $groups " in *" load "*) ;; *) false ;; esac && [ -x "$root/bin/cuda/i
   cat /tmp/infernix-q8b/*.safetensors > /dev/null
 fi
 [ -d /tmp/infernix-q8b ] && group load 120 "$root/bin/cuda/infernix" bench --device cuda --model /tmp/infernix-q8b --prompt-tokens 512 --decode-tokens 64
+# ttft (issue 9): a 4,096-token prompt through the scheduler, computed in
+# full, then with all but its last block from the prefix cache (one-pass
+# prefill: chunk and batch limits at the prompt length).
+[ -x "$root/bin/cuda/infernix" ] && group ttft 120 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 4096 --decode-tokens 16 --ttft --prefill-chunk 4096 --max-batch-tokens 4096
+[ -x "$root/bin/cuda/infernix" ] && group ttftcopy 120 env INFERNIX_CUDA_KV_COPY=1 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 4096 --decode-tokens 16 --ttft --prefill-chunk 4096 --max-batch-tokens 4096
 [ -x "$root/bin/cuda/infernix" ] && group cli 60 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 512 --decode-tokens 64
 
 echo

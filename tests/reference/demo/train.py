@@ -151,6 +151,33 @@ def save_model(model, cfg, out, work, template, log):
     return tensors, size
 
 
+def compile_for_training(model, mode, log):
+    """Applies torch.compile: "none", "layers" (each decoder layer, dynamic shapes: one graph serves all
+    eight and every batch shape) or "model" (the whole forward and loss). At hidden size 256 a step is
+    bound by the many small elementwise kernels of RMSNorm, RoPE and SwiGLU, which compiling fuses.
+    Compile errors fall back to eager execution (suppress_errors), so the recipe never fails on them."""
+    if mode == "none":
+        return model
+    import torch._dynamo
+    torch._dynamo.config.suppress_errors = True
+    torch._dynamo.config.cache_size_limit = 64
+    if mode == "layers":
+        for layer in model.model.layers:
+            layer.compile(dynamic=True)
+        log("compiled: each decoder layer (torch.compile, dynamic shapes)")
+        return model
+    if mode == "model":
+        log("compiled: the whole forward (torch.compile, dynamic shapes)")
+        return torch.compile(model, dynamic=True)
+    raise SystemExit(f"unknown --compile mode {mode!r}")
+
+
+def uncompile(model):
+    """Undoes compile_for_training's "layers" mode (the fallback after a failed compiled step)."""
+    for layer in model.model.layers:
+        layer._compiled_call_impl = None
+
+
 class Batches:
     """Length-bucketed, padded batches of (input_ids, labels) under a token budget."""
 
@@ -212,6 +239,8 @@ def main():
     ap.add_argument("--wd", type=float, default=0.1)
     ap.add_argument("--deadline", type=float, default=0.0, help="epoch seconds by which everything must be written")
     ap.add_argument("--eval-seconds", type=float, default=75.0)
+    ap.add_argument("--compile", default=os.environ.get("DEMO_COMPILE", "none"), choices=["none", "layers", "model"],
+                    help="torch.compile mode (DEMO_COMPILE); the committed models were trained with none")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     log = Log(os.path.join(a.out, "train_log.txt"))
@@ -247,6 +276,7 @@ def main():
     if 2 * n_params > MAX_BYTES:
         raise SystemExit(f"model too large: {2 * n_params} bytes")
     model.to(dev)
+    fwd = compile_for_training(model, a.compile, log) if dev.type == "cuda" else model
 
     data = Batches(os.path.join(a.work, f"data-{a.variant}.npz"), a.batch_tokens, a.seed, ids["<|endoftext|>"])
     log(f"data: {len(data.lens)} examples, {len(data.tokens):,} tokens, {int(data.trained.sum()):,} trained")
@@ -291,12 +321,25 @@ def main():
         if dev.type == "cuda":  # pinned + non_blocking: the CPU prepares the next batch while the GPU works
             x, y = x.pin_memory(), y.pin_memory()
         x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
-        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
-            out = model(input_ids=x, labels=y, use_cache=False)
-        loss = out.loss
+        try:
+            with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
+                out = fwd(input_ids=x, labels=y, use_cache=False)
+            loss = out.loss
+            loss.backward()
+        except Exception as e:  # a compiled step failed outright: go on eagerly from the same batch
+            if a.compile == "none":
+                raise
+            log(f"WARN compiled step {step} failed ({type(e).__name__}: {str(e)[:300]}); continuing eagerly")
+            a.compile, fwd = "none", model
+            uncompile(model)
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
+                out = model(input_ids=x, labels=y, use_cache=False)
+            loss = out.loss
+            loss.backward()
         if step == 0:
-            log(f"first batch {tuple(x.shape)} loss {loss.item():.3f} (ln V = {math.log(vocab_size):.3f})")
-        loss.backward()
+            log(f"first batch {tuple(x.shape)} loss {loss.item():.3f} (ln V = {math.log(vocab_size):.3f}) "
+                f"after {time.time() - t_start:.1f}s (compile: {a.compile})")
         gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -328,7 +371,8 @@ def main():
     stats = {"variant": a.variant, "seed": a.seed, "train_steps": step, "train_seconds": round(train_time),
              "train_tokens_m": round(tokens_seen / 1e6, 1), "final_loss": round(final_loss, 4), "parameters": n_params,
              "file_mb": round(size / 1e6, 2), "vocab_size": vocab_size, "tokenizer_size": tok_size,
-             "examples": int(len(data.lens)), "epochs": data.epoch, "batch_tokens": a.batch_tokens, "lr": a.lr}
+             "examples": int(len(data.lens)), "epochs": data.epoch, "batch_tokens": a.batch_tokens, "lr": a.lr,
+             "compile": a.compile}
     try:
         with open(os.path.join(a.work, "prepare_stats.json")) as f:
             ps = json.load(f)
