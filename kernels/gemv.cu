@@ -318,12 +318,14 @@ struct GemvP {
   int O0, O1, O2, nb0, nb1, T, I;
   float eps;
   // Wide kernels only: S slices; part holds the groups' counters (ints,
-  // gridDim.x / S of them, padded to 32) and then GF_SLOT(R) floats per
-  // block.
+  // GF_CNT_MAX of them whatever the launch: launches of other sizes share
+  // the scratch, and a counter must never land on another launch's
+  // partial sums) and then GF_SLOT(R) floats per block.
   float* part;
   int S;
 };
 #define GF_SLOT(R) (GW_BLOCK_ROWS * (R) + (R))
+#define GF_CNT_MAX 32768
 
 // The split-K tail of gemvf (WIDE): publish this block's per-warp sums,
 // count the block, and let the last block of the row group add the S
@@ -335,7 +337,7 @@ __device__ __forceinline__ void gemvf_reduce(const GemvP& p, float (&acc)[R][2],
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int T = p.T, S = p.S, ngrp = gridDim.x / S;
   int* cnt = (int*)p.part;
-  float* parts = p.part + ((ngrp + 31) & ~31);
+  float* parts = p.part + GF_CNT_MAX;
   float* slot = parts + (long)(grp * S + s) * GF_SLOT(R);
 #pragma unroll
   for (int r = 0; r < R; r++) {

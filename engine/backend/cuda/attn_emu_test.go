@@ -243,13 +243,13 @@ func f16Ref(f float32) uint16 {
 
 // TestKVDTypeFromEnv: INFERNIX_CUDA_KV's values, and the kernels' defines.
 func TestKVDTypeFromEnv(t *testing.T) {
-	for v, want := range map[string]kvDType{"": kvBF16, "bf16": kvBF16, "f16": kvF16} {
+	for v, want := range map[string]kvDType{"": kvF16, "bf16": kvBF16, "f16": kvF16} {
 		if got, ok := kvDTypeFromEnv(v); !ok || got != want {
 			t.Errorf("%q: %v %v, want %v", v, got, ok, want)
 		}
 	}
-	if got, ok := kvDTypeFromEnv("fp8"); ok || got != kvBF16 {
-		t.Errorf(`"fp8": %v %v, want bf16 and false`, got, ok)
+	if got, ok := kvDTypeFromEnv("fp8"); ok || got != kvF16 {
+		t.Errorf(`"fp8": %v %v, want f16 and false`, got, ok)
 	}
 	if kvBF16.define() != "KVDT=DT_BF16" || kvF16.define() != "KVDT=DT_F16" {
 		t.Error("defines")

@@ -215,7 +215,7 @@ func New(opt Options) (*Backend, error) {
 	}
 	var ok bool
 	if b.kvDT, ok = kvDTypeFromEnv(os.Getenv("INFERNIX_CUDA_KV")); !ok {
-		b.logf("cuda: INFERNIX_CUDA_KV=%q is not bf16 or f16; the KV cache stays bf16", os.Getenv("INFERNIX_CUDA_KV"))
+		b.logf("cuda: INFERNIX_CUDA_KV=%q is not f16 or bf16; the KV cache stays f16", os.Getenv("INFERNIX_CUDA_KV"))
 	}
 	b.g.init(b, opt)
 	if sampleOn() {

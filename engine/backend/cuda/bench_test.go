@@ -226,11 +226,11 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		}
 	}
 	// Decode at 512 tokens of context (the prompt prefilled for real).
-	forward([][]int32{seqBlocks(100, 10)}, []int{0}, 512)
+	forward([][]int32{seqBlocks(100, 16)}, []int{0}, 512)
 	if os.Getenv("INFERNIX_BENCH_PROFILE") != "" {
 		// One graph-replayed decode step at 512 and one at 32K, bounded
 		// for `ncu --profile-from-start off`; no figures.
-		blocks := [][]int32{seqBlocks(100, 10)}
+		blocks := [][]int32{seqBlocks(100, 16)}
 		for i := 0; i < 4; i++ {
 			forward(blocks, []int{512 + i}, 1)
 		}
@@ -253,10 +253,10 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		}
 		return res
 	}
-	decode("decode_1lane_ctx512", [][]int32{seqBlocks(100, 10)}, 512, 64)
+	decode("decode_1lane_ctx512", [][]int32{seqBlocks(100, 16)}, 512, 64)
 	// Same without graphs.
 	b.g.enabled = false
-	decode("decode_1lane_ctx512_eager", [][]int32{seqBlocks(100, 10)}, 580, 16)
+	decode("decode_1lane_ctx512_eager", [][]int32{seqBlocks(100, 16)}, 580, 16)
 	b.g.enabled = true
 	// Decode at 32K: the cache is filled with random values instead of a
 	// 32K prefill.
@@ -279,13 +279,13 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		if pdl {
 			name = "decode_1lane_ctx512_nopdl"
 		}
-		decode(name, [][]int32{seqBlocks(100, 10)}, 600, 32)
+		decode(name, [][]int32{seqBlocks(100, 16)}, 600, 32)
 		b.pdl = pdl
 	}
 	b.flush()
 	fuse := b.fuse
 	b.fuse = false
-	decode("decode_1lane_ctx512_unfused", [][]int32{seqBlocks(110, 10)}, 512, 32)
+	decode("decode_1lane_ctx512_unfused", [][]int32{seqBlocks(116, 12)}, 512, 32)
 	b.fuse = fuse
 	b.attnOld = true
 	decode("decode_1lane_ctx32k_oldattn", [][]int32{seqBlocks(200, 520)}, 32810, 16)
@@ -301,7 +301,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}{{"wide", -1}, {"wide2", 2}, {"wide4", 4}} {
 		b.flush()
 		b.gemvWide = w.v
-		decode("decode_1lane_ctx512_"+w.name, [][]int32{seqBlocks(100, 10)}, 640, 32)
+		decode("decode_1lane_ctx512_"+w.name, [][]int32{seqBlocks(100, 16)}, 640, 32)
 	}
 	b.flush()
 	b.gemvWide = 0
@@ -313,7 +313,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		decode("decode_1lane_ctx32k_"+d.name, [][]int32{seqBlocks(200, 520)}, 32830, 16)
 	}
 	b.gemvWide, b.attnDeep = -1, 1
-	decode("decode_1lane_ctx512_wide_deep", [][]int32{seqBlocks(100, 10)}, 700, 32)
+	decode("decode_1lane_ctx512_wide_deep", [][]int32{seqBlocks(100, 16)}, 700, 32)
 	decode("decode_1lane_ctx32k_wide_deep", [][]int32{seqBlocks(200, 520)}, 32850, 16)
 	b.flush()
 	b.gemvWide, b.attnDeep = wide, deep
@@ -346,7 +346,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 					res["devsample_error"] = fmt.Sprint(r)
 				}
 			}()
-			benchSampling(b, m, res, seqBlocks(100, 10), V)
+			benchSampling(b, m, res, seqBlocks(100, 16), V)
 		}()
 	}
 	rp, capt, fb := b.GraphStats()

@@ -66,7 +66,7 @@
 //	INFERNIX_CUDA_PDL=0           no programmatic dependent launch
 //	INFERNIX_CUDA_GEMV_MAX=N      most rows through the decode GEMV (default 8)
 //	INFERNIX_CUDA_SAMPLE=1        choose tokens on the device (sample.go; off until its GPU tests have run)
-//	INFERNIX_CUDA_KV=f16          KV cache in f16, saturated at ±65504 (default bf16; attention.go)
+//	INFERNIX_CUDA_KV=bf16         KV cache in bf16 (default f16, saturated at ±65504; attention.go)
 //	INFERNIX_KERNEL_CACHE=DIR     compiled-kernel cache (default: user cache dir)
 //	INFERNIX_CUDA_VERBOSE=1       log compilation and kernel resources
 package cuda

@@ -395,12 +395,11 @@ func (b *Backend) launchGemvf(q *pending) {
 	}
 	ri := gemvIndex(q.T)
 	if kw := b.k.gemvfw[q.epi][norm][ri]; kw != nil && b.gemvWide != 0 {
-		if S := b.wideSplits(total, q.I, kw.regs); S > 1 {
+		if S := b.wideSplits(total, q.I, kw.regs); S > 1 && total <= gemvWideCounters {
 			R := [4]int{1, 2, 4, 8}[ri]
-			// struct GemvP: then part (counters, then GF_SLOT(R) = 17·R
-			// floats per block) and S.
-			cnts := (total + 31) &^ 31
-			p, ok := b.gemvWideScratch(uint64(4 * (cnts + total*S*17*R)))
+			// struct GemvP: then part (GF_CNT_MAX counters, then
+			// GF_SLOT(R) = 17·R floats per block) and S.
+			p, ok := b.gemvWideScratch(uint64(4 * (gemvWideCounters + total*S*17*R)))
 			if !ok {
 				return
 			}
@@ -457,6 +456,11 @@ func (b *Backend) wideSplits(nb, I, regs int) int {
 	}
 	return S
 }
+
+// gemvWideCounters is GF_CNT_MAX in kernels/gemv.cu: the split-K scratch
+// starts with that many group counters for every launch, so that launches
+// with other group counts never read each other's partial sums as counters.
+const gemvWideCounters = 32768
 
 // gemvWideScratch returns the split-K GEMV scratch with at least n bytes:
 // the counters at its start are zero when it is allocated and every

@@ -348,6 +348,11 @@ func graphsMatchEager(t *testing.T, b *Backend) {
 		return out
 	}
 	b.g.enabled = false
+	// A first eager pass sizes the decode scratch: a step that grows it
+	// flushes the held operators and runs that layer unfused, which rounds
+	// differently from the fused kernels (by ~1e-4 in the logits) and is
+	// not what this test compares.
+	run(16)
 	eager := run(0)
 	b.g.enabled = true
 	r0, _, _ := b.GraphStats()

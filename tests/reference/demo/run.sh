@@ -8,7 +8,8 @@
 # Exit status: 0 all targets met, 2 models written but a target missed, 1 a stage failed.
 # Knobs (environment): DEMO_TOTAL_SECONDS (hard budget from start, default 575), DEMO_TRAIN_SECONDS
 # (per-model training budget, default 340), DEMO_N (conversations, default 200000); DEMO_INVENTED_WORDS=1
-# and DEMO_VARY_SCHEMAS=1 switch on the next recipe's corpus changes (corpus.py; not yet trained).
+# and DEMO_VARY_SCHEMAS=1 switch on the corpus changes of the committed models (corpus.py); DEMO_COMPILE
+# (none|layers|model: train.py --compile); DEMO_VARIANTS, DEMO_WAIT_FILE (below).
 set -uo pipefail
 out=${1:?usage: run.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,8 +36,14 @@ echo "== demo: training both models concurrently ($(( $(date +%s) - start ))s el
 # deadline), and the quick start's model `demo` takes GPU 1.
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 pids=()
-variants=(demo demo-xml)
-[ -n "${DEMO_WAIT_GPU0:-}" ] && [ "${ngpu:-0}" -ge 2 ] && variants=(demo-xml demo)
+# DEMO_VARIANTS trains a subset ("demo" alone gets a whole GPU); DEMO_WAIT_FILE
+# holds all training back until FILE exists (another job is using the GPU).
+read -r -a variants <<< "${DEMO_VARIANTS:-demo demo-xml}"
+[ -n "${DEMO_WAIT_GPU0:-}" ] && [ "${ngpu:-0}" -ge 2 ] && [ "${#variants[@]}" = 2 ] && variants=(demo-xml demo)
+if [ -n "${DEMO_WAIT_FILE:-}" ]; then
+  while [ ! -e "$DEMO_WAIT_FILE" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
+  echo "== demo: $DEMO_WAIT_FILE appeared after $(( $(date +%s) - start ))s"
+fi
 i=0
 for v in "${variants[@]}"; do
   gpu=""
@@ -53,7 +60,7 @@ for v in "${variants[@]}"; do
   i=$((i + 1))
 done
 status=0
-for i in 0 1; do
+for i in "${!variants[@]}"; do
   v=${variants[$i]}
   if ! wait "${pids[$i]}"; then
     status=1
@@ -83,7 +90,7 @@ print(f"RESULT {r['variant']}: all_targets_met={r.get('all_targets_met')} steps=
 EOF
 done
 if [ $status = 0 ]; then
-  for v in demo demo-xml; do
+  for v in "${variants[@]}"; do
     grep -q '"all_targets_met": true' "$out/$v/eval.json" 2>/dev/null || status=2
   done
 fi

@@ -62,8 +62,10 @@ int main() {
     for (int j = 0; j < n; j++) out[j].assign((size_t)T * O[j], nan);
     std::vector<float> h((size_t)T * I, nan), aux = aux0, sum((size_t)T * O[0], nan);
     if (mode == GF_SWIGLU) aux.assign(aux.size(), nan);
-    const int cnts = (total + 31) & ~31;
-    std::vector<float> part(cnts + (size_t)total * S * GF_SLOT(8), 0.f);
+    // Partial sums left by earlier launches of other sizes: the parts
+    // region starts dirty, the counters clean (as the backend's scratch).
+    std::vector<float> part(GF_CNT_MAX + (size_t)total * S * GF_SLOT(8), 0.f);
+    for (size_t i = GF_CNT_MAX; i < part.size(); i++) part[i] = 1e30f;
     GemvP p{};
     p.out0 = out[0].data();
     p.out1 = n > 1 ? out[1].data() : nullptr;
