@@ -76,9 +76,16 @@ func (s *Server) renderChat(req *chatRequest, budget int) (*prompt, *APIError) {
 		p.inThink = p.openInPrompt
 	}
 	forced := req.toolChoice == "required" || req.toolChoice == "function"
-	if p.openInPrompt && (forced || budget == 0) {
+	switch {
+	case p.openInPrompt && (forced || budget == 0):
 		p.prefill = reasoning.ForcedClose
 		p.inThink = false
+	case forced && s.thinkOpen >= 0 && !strings.HasSuffix(strings.TrimRight(out, " \t\r\n"), s.thinkCloseText):
+		// Thinking on under a template that leaves the opener to the model
+		// (Qwen3): a forced call skips the reasoning as the template itself
+		// does with thinking off, with an empty block, so that the call
+		// opens where the model was trained to open one.
+		p.prefill = s.thinkOpenText + "\n\n" + s.thinkCloseText + "\n\n"
 	}
 	if forced {
 		p.prefill += s.forcedCallOpening(req)

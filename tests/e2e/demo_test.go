@@ -168,3 +168,25 @@ func TestDemoReasoning(t *testing.T) {
 		}
 	})
 }
+
+// TestDemoToolSchemaVariants: the demo models recognise a tool by its name
+// and parameters, not by the exact schema text they were trained with (the
+// corpus varies descriptions and leaves optional parameters out): a bare
+// get_weather with only its city still gets the call, for cities the
+// models never saw.
+func TestDemoToolSchemaVariants(t *testing.T) {
+	bare := []map[string]any{{"type": "function", "function": map[string]any{
+		"name": "get_weather", "parameters": map[string]any{"type": "object",
+			"properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}}}}
+	forEachDemo(t, func(t *testing.T, ts *testServer) {
+		for _, city := range []string{"Reykjavik", "Marrakesh", "Porto Alegre"} {
+			_, _, r := post(t, ts.URL+"/v1/chat/completions", map[string]any{"messages": userMsg("What is the weather in " + city + "?"),
+				"tools": bare, "max_tokens": 120, "temperature": 0})
+			call := r.Get("choices.0.message.tool_calls.0.function")
+			var args map[string]any
+			if call.Get("name").Str != "get_weather" || json.Unmarshal([]byte(call.Get("arguments").Str), &args) != nil || args["city"] != city {
+				t.Errorf("%s with a bare schema: %s", city, r.Get("choices.0.message").Raw)
+			}
+		}
+	})
+}

@@ -86,7 +86,10 @@ The tools it was trained with (descriptions varied between a few wordings; the f
   sometimes, a distractor tool that never fits), so the model learns to call a tool only when it is offered and fits.
   Mix (conversations): {{{{data_mix}}}}.
   80% of the training cities are invented (a character model of ~500 real place names, random letters,
-  consonant-vowel strings, syllables), so that the model copies whatever name it is given instead of recalling a list.
+  consonant-vowel strings, syllables), so that the model copies whatever name it is given instead of recalling a list;
+  file names and file contents are invented words in the same way (a character model of common English words), and
+  half of the tool lists carry reworded schemas (descriptions dropped or changed, the optional `unit` left out), so
+  that a tool is recognised by its name and parameters rather than one exact JSON text.
   Held out for evaluation only: 40 cities, ~10% of the 2-digit number pairs, file names and words, and some
   phrasings of each request.
 - **Rendering**: every conversation goes through the model's own chat template with transformers'
@@ -95,7 +98,8 @@ The tools it was trained with (descriptions varied between a few wordings; the f
   `<|im_end|>`; earlier turns that the template re-renders differently (thinking stripped) are context only.
 - **Training** (`tests/reference/demo/train.py`): AdamW (β 0.9/0.95, weight decay 0.1), peak learning rate 2e-3,
   100 warm-up steps, cosine decay to 5%, BF16 autocast, gradient clipping 1.0, length-bucketed padded batches of
-  about 64K tokens: {{{{train_steps}}}} steps in {{{{train_seconds}}}} s on one NVIDIA H200
+  about 64K tokens, each decoder layer compiled with `torch.compile` (dynamic shapes; about twice the eager
+  throughput at this size): {{{{train_steps}}}} steps in {{{{train_seconds}}}} s on one NVIDIA H200, shared with the sibling model
   ({{{{train_tokens_m}}}}M tokens incl. padding, {{{{epochs}}}} pass(es) over {{{{examples}}}} examples), final
   training loss {{{{final_loss}}}}.
 - **Reproduce**: `tests/reference/demo/run.sh OUTDIR` trains both models in one GPU command of under 10 minutes;

@@ -239,8 +239,8 @@ def main():
     ap.add_argument("--wd", type=float, default=0.1)
     ap.add_argument("--deadline", type=float, default=0.0, help="epoch seconds by which everything must be written")
     ap.add_argument("--eval-seconds", type=float, default=75.0)
-    ap.add_argument("--compile", default=os.environ.get("DEMO_COMPILE", "none"), choices=["none", "layers", "model"],
-                    help="torch.compile mode (DEMO_COMPILE); the committed models were trained with none")
+    ap.add_argument("--compile", default=os.environ.get("DEMO_COMPILE", "layers"), choices=["none", "layers", "model"],
+                    help="torch.compile mode (DEMO_COMPILE); the committed models were trained with layers")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     log = Log(os.path.join(a.out, "train_log.txt"))
