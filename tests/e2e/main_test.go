@@ -57,7 +57,13 @@ func start(tb testing.TB, o opts) *testServer {
 	if dir == "" {
 		dir = testmodel.Dir(tb, o.modelOpt)
 	}
-	eo := engine.Options{Device: "cpu", ContextLength: o.context, MaxBatchTokens: 64}
+	// INFERNIX_E2E_DEVICE=cuda runs these tests on the GPU machine
+	// (tests/device/run.sh, group e2e); CI and the default stay on the CPU.
+	device := "cpu"
+	if d := os.Getenv("INFERNIX_E2E_DEVICE"); d != "" {
+		device = d
+	}
+	eo := engine.Options{Device: device, ContextLength: o.context, MaxBatchTokens: 64}
 	if eo.ContextLength == 0 {
 		eo.ContextLength = 2048
 	}
