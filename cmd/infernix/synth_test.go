@@ -89,3 +89,24 @@ func TestBenchReportsItsLimit(t *testing.T) {
 		t.Errorf("ratio %.4f is not decode/roofline %.4f", r.RooflineRatio, got)
 	}
 }
+
+// TestBenchTTFT: --ttft times a prompt through the scheduler cold and then
+// with every full block but the last from the prefix cache.
+func TestBenchTTFT(t *testing.T) {
+	stdout, stderr, code := cli(t, "bench", "--model", filepath.Join(testdata, "models", "qwen3-tied-f32"), "--device", "cpu",
+		"--prompt-tokens", "200", "--decode-tokens", "2", "--ttft", "--prefill-chunk", "256", "--max-batch-tokens", "256", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r benchResult
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v: %q", err, stdout)
+	}
+	if r.TTFTColdMs <= 0 || r.TTFTCachedMs <= 0 {
+		t.Errorf("missing TTFT figures: %+v", r)
+	}
+	// 200 tokens: three full blocks; the last prompt token is always computed.
+	if r.CachedTokens != 192 {
+		t.Errorf("%d cached tokens, want 192", r.CachedTokens)
+	}
+}
