@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"os"
 	"bytes"
 	"context"
 	"errors"
@@ -99,7 +100,7 @@ func TestPrefixAcrossRestarts(t *testing.T) {
 	var outs [][]int32
 	var cached []int
 	for restart := 0; restart < 2; restart++ {
-		e, err := Load(model, Options{Persist: openDir(t, dir), ContextLength: 256})
+		e, err := Load(model, Options{Device: os.Getenv("INFERNIX_TEST_DEVICE"), Persist: openDir(t, dir), ContextLength: 256})
 		if err != nil {
 			t.Fatal(err)
 		}

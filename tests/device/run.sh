@@ -8,7 +8,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench moebench moe hf hf32 load cli ttft ttftcopy ttftsample e2e) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench moebench moe hf hf32 load cli ttft ttftcopy ttftsample e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -22,6 +22,7 @@ if [ "$mode" = build ]; then
   CGO_ENABLED=0 go test -ldflags="-s -w" -c -o bin/cuda/driver.test ./engine/backend/cuda/driver
   CGO_ENABLED=0 go build -ldflags="-s -w" -o bin/cuda/infernix ./cmd/infernix || echo "bin/infernix not built (the cli group will be skipped)"
   CGO_ENABLED=0 go test -ldflags="-s -w" -c -o bin/cuda/e2e.test ./tests/e2e
+  CGO_ENABLED=0 go test -ldflags="-s -w" -c -o bin/cuda/engine.test ./engine
   (git rev-parse --short HEAD 2>/dev/null || echo uncommitted) > bin/cuda/COMMIT
   ls -la bin/cuda
   exit 0
@@ -115,7 +116,10 @@ fi
 # e2e: the demo-model end-to-end tests (real server, engine, chat APIs) on
 # the GPU, sampling on the device; ttftsample: the scheduler's path with
 # device sampling on an 8B-shaped model.
-[ -x "$root/bin/cuda/e2e.test" ] && group e2e 120 env INFERNIX_E2E_DEVICE=cuda INFERNIX_CUDA_SAMPLE=1 sh -c "cd '$root/tests/e2e' && '$root/bin/cuda/e2e.test' -test.v -test.run 'TestDemo'"
+[ -x "$root/bin/cuda/e2e.test" ] && group e2e 120 env INFERNIX_TEST_DEVICE=cuda INFERNIX_CUDA_SAMPLE=1 INFERNIX_CUDA_KV_COPY=1 sh -c "cd '$root/tests/e2e' && '$root/bin/cuda/e2e.test' -test.v -test.run 'TestDemo'"
+# engine: the prefix cache across an engine restart (blocks read back from
+# Badger into the device pool through the KV copier).
+[ -x "$root/bin/cuda/engine.test" ] && group engine 120 env INFERNIX_TEST_DEVICE=cuda INFERNIX_CUDA_KV_COPY=1 sh -c "cd '$root/engine' && '$root/bin/cuda/engine.test' -test.v -test.run 'TestPrefixAcrossRestarts'"
 [ -x "$root/bin/cuda/infernix" ] && group ttftsample 120 env INFERNIX_CUDA_SAMPLE=1 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 4096 --decode-tokens 16 --ttft --prefill-chunk 4096 --max-batch-tokens 4096
 [ -x "$root/bin/cuda/infernix" ] && group cli 60 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 512 --decode-tokens 64
 

@@ -34,6 +34,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// testDevice is the engine's device for these tests: the CPU, unless
+// INFERNIX_TEST_DEVICE names another (cuda on the GPU machine:
+// tests/device/run.sh, group e2e).
+func testDevice() string {
+	if d := os.Getenv("INFERNIX_TEST_DEVICE"); d != "" {
+		return d
+	}
+	return "cpu"
+}
+
 // opts configure a test server.
 type opts struct {
 	model    string // model directory ("" = the tiny random model)
@@ -57,13 +67,7 @@ func start(tb testing.TB, o opts) *testServer {
 	if dir == "" {
 		dir = testmodel.Dir(tb, o.modelOpt)
 	}
-	// INFERNIX_E2E_DEVICE=cuda runs these tests on the GPU machine
-	// (tests/device/run.sh, group e2e); CI and the default stay on the CPU.
-	device := "cpu"
-	if d := os.Getenv("INFERNIX_E2E_DEVICE"); d != "" {
-		device = d
-	}
-	eo := engine.Options{Device: device, ContextLength: o.context, MaxBatchTokens: 64}
+	eo := engine.Options{Device: testDevice(), ContextLength: o.context, MaxBatchTokens: 64}
 	if eo.ContextLength == 0 {
 		eo.ContextLength = 2048
 	}
