@@ -9,7 +9,8 @@
 # Knobs (environment): DEMO_TOTAL_SECONDS (hard budget from start, default 575), DEMO_TRAIN_SECONDS
 # (per-model training budget, default 340), DEMO_N (conversations, default 200000); DEMO_INVENTED_WORDS=0
 # and DEMO_VARY_SCHEMAS=0 switch off corpus changes the committed models were trained with (corpus.py);
-# DEMO_COMPILE (layers by default; none|model: train.py --compile); DEMO_VARIANTS, DEMO_WAIT_FILE (below).
+# DEMO_COMPILE (layers by default; none|model: train.py --compile); DEMO_BATCH_TOKENS (default 65536);
+# DEMO_VARIANTS, DEMO_WAIT_FILE (below).
 set -uo pipefail
 out=${1:?usage: run.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -55,7 +56,7 @@ for v in "${variants[@]}"; do
       while [ ! -e "$DEMO_WAIT_GPU0" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
     fi
     exec python3 "$here/train.py" --variant "$v" --work "$work" --out "$out/$v" --deadline "$deadline" \
-      --train-seconds "${DEMO_TRAIN_SECONDS:-340}"
+      --train-seconds "${DEMO_TRAIN_SECONDS:-340}" --batch-tokens "${DEMO_BATCH_TOKENS:-65536}"
   ) > "$work/$v.stdout" 2>&1 &
   pids+=($!)
   i=$((i + 1))
