@@ -4,6 +4,10 @@
 #   bash tests/device/profile.sh [OUTDIR]      (after run.sh build; carry bin/cuda)
 # Writes ncu.csv and prints a table per kernel (count, total µs, mean µs,
 # DRAM throughput % of peak).
+# PROFILE_WHAT=prefill: the same table for one 4,096-token prefill.
+# PROFILE_WHAT=gemv: Nsight's speed-of-light, memory, occupancy and warp-stall
+# sections for the decode step's residual products (o_proj and down,
+# gemvf_m2_*; run 7 measured them at 2.4 TB/s) into gemv-sections.txt.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-/tmp/infernix-profile}}
@@ -12,14 +16,26 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export INFERNIX_KERNEL_CACHE=${INFERNIX_KERNEL_CACHE:-/tmp/infernix-kernels}
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 cd "$root/engine/backend/cuda"
+what=${PROFILE_WHAT:-decode}
+if [ "$what" = gemv ]; then
+  timeout ${PROFILE_TIMEOUT:-300} "$ncu" --profile-from-start off --clock-control none -k regex:gemvf_m2 -c 4 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats \
+    env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_PROFILE=1 \
+    "$root/bin/cuda/cuda.test" -test.v -test.run 'TestBench' -test.timeout 280s > "$out/gemv-sections.txt" 2>&1
+  echo "ncu exit $?"
+  grep -E "gemvf|Duration|DRAM Throughput|Memory Throughput|L2 Hit|Achieved Occupancy|Theoretical Occupancy|Stall|Registers" "$out/gemv-sections.txt" | head -80
+  exit 0
+fi
+profile=1
+[ "$what" = prefill ] && profile=prefill
 timeout ${PROFILE_TIMEOUT:-300} "$ncu" --profile-from-start off --clock-control none \
   --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,launch__grid_size,launch__block_size \
   --csv --page raw --log-file "$out/ncu.log" \
-  env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_PROFILE=1 \
+  env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_PROFILE=$profile \
   "$root/bin/cuda/cuda.test" -test.v -test.run 'TestBench' -test.timeout 280s > "$out/ncu.csv" 2> "$out/ncu.stderr"
 echo "ncu exit $?"
 tail -n 5 "$out/ncu.stderr" "$out/ncu.log" 2>/dev/null
-python3 - "$out/ncu.log" <<'PY'
+python3 - "$out/ncu.log" "$what" <<'PY'
 import csv, sys, collections
 rows = list(csv.reader(l for l in open(sys.argv[1], errors="replace") if l.startswith('"')))
 if not rows:
@@ -32,9 +48,11 @@ di = col("dram__throughput.avg.pct_of_peak_sustained_elapsed")
 bi = col("dram__bytes_read.sum")
 gi = col("launch__grid_size")
 data = [r for r in rows[1:] if r[ti].replace(".", "").replace(",", "").isdigit()]
-# Two steps: split where the per-step kernel sequence restarts (half the rows).
+# Decode: two steps, split where the per-step kernel sequence restarts (half
+# the rows); prefill: one forward.
 half = len(data) // 2
-for name, part in (("ctx512", data[:half]), ("ctx32k", data[half:])):
+parts = (("prefill4096", data),) if sys.argv[2] == "prefill" else (("ctx512", data[:half]), ("ctx32k", data[half:]))
+for name, part in parts:
     agg = collections.OrderedDict()
     tot = 0.0
     for r in part:

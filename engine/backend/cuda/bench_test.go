@@ -227,6 +227,21 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}
 	// Decode at 512 tokens of context (the prompt prefilled for real).
 	forward([][]int32{seqBlocks(100, 16)}, []int{0}, 512)
+	if os.Getenv("INFERNIX_BENCH_PROFILE") == "prefill" {
+		// One 4,096-token prefill (after the warm-up above), bounded for
+		// `ncu --profile-from-start off`; no figures.
+		forward(lane0, []int{0}, 4096)
+		b.sync()
+		if err := b.drv.ProfilerStart(); err != nil {
+			panic(err)
+		}
+		forward(lane0, []int{0}, 4096)
+		b.sync()
+		if err := b.drv.ProfilerStop(); err != nil {
+			panic(err)
+		}
+		return res
+	}
 	if os.Getenv("INFERNIX_BENCH_PROFILE") != "" {
 		// One graph-replayed decode step at 512 and one at 32K, bounded
 		// for `ncu --profile-from-start off`; no figures.
