@@ -84,6 +84,8 @@ type Backend struct {
 	attnDeep    int       // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
 	kvDT        kvDType   // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
 	launches    int       // kernel launches recorded (tests: did fusion happen)
+	writes      uint64    // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
+	xbf         bf16Reuse // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
 	gemvMax     int
 	copyRetries int // host-to-device copies that needed a retry (diagnostics)
 	attnMode    string
@@ -301,6 +303,7 @@ func (b *Backend) malloc(n uint64, what string) (driver.DevPtr, error) {
 	if n == 0 {
 		n = 256
 	}
+	b.writes++
 	p, err := b.drv.MemAlloc(n)
 	if err != nil {
 		var de *driver.Error
@@ -321,6 +324,7 @@ func gib(n uint64) float64 { return float64(n) / (1 << 30) }
 func (b *Backend) free(p driver.DevPtr) {
 	b.pin()
 	defer b.unpin()
+	b.writes++
 	if n, ok := b.allocs[p]; ok {
 		b.drv.MemFree(p) //nolint:errcheck // freeing: nothing to do about it
 		delete(b.allocs, p)

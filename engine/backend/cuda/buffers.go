@@ -205,6 +205,7 @@ func (b *Backend) upload(dst driver.DevPtr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
+	b.writes++
 	for i := range b.stageBuf {
 		if err := b.stageBuf[i].ensure(b, uploadChunk); err != nil {
 			return err

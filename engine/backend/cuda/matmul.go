@@ -91,19 +91,50 @@ func (b *Backend) gemmLt(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 		return false
 	}
 	src := x
+	n := T * I
 	if w.dt == backend.BF16 {
-		n := T * I
 		xb, ok := b.scratchPtr(scrXBF16, uint64(2*n))
 		if !ok {
 			return true
 		}
-		b.launch(b.k.toBF16, gridFor(n/2), 1, 1, 256, 1, 0, ptr(xb), ptr(x), uint64(n/2))
+		if !b.xbf.reusable(x, n, b.writes) || b.pend.kind != pendNone {
+			b.launch(b.k.toBF16, gridFor(n/2), 1, 1, 256, 1, 0, ptr(xb), ptr(x), uint64(n/2))
+		}
 		src = xb
 	}
 	r := rec{kind: recGemm, nargs: 3, gemm: g}
 	r.args[0], r.args[1], r.args[2] = uint64(w.ptr), uint64(src), uint64(out)
 	b.submit(&r)
+	if w.dt == backend.BF16 {
+		b.xbf.converted(x, n, out, T*O, b.writes)
+	}
 	return true
+}
+
+// bf16Reuse lets consecutive cuBLASLt products of the same activations (q,
+// k and v of one RMSNorm output; gate and up) round them to bf16 once: a
+// prefill layer otherwise converts its 4096-wide input three times and then
+// twice. The scratch copy is reused only when nothing at all happened on
+// the device since the previous product's GEMM was recorded (writes counts
+// every record, allocation, free and upload), the input is the same range,
+// and that GEMM's output does not overlap it. Graph replays see the same
+// decisions, since they follow the same record sequence.
+type bf16Reuse struct {
+	src    driver.DevPtr
+	n      int
+	writes uint64
+	ok     bool
+}
+
+func (c *bf16Reuse) reusable(src driver.DevPtr, n int, writes uint64) bool {
+	return c.ok && c.src == src && c.n == n && c.writes == writes
+}
+
+// converted records that the scratch holds src (n floats) rounded, as of
+// the GEMM just recorded, which wrote out (outN floats).
+func (c *bf16Reuse) converted(src driver.DevPtr, n int, out driver.DevPtr, outN int, writes uint64) {
+	overlap := out < src+driver.DevPtr(4*n) && src < out+driver.DevPtr(4*outN)
+	*c = bf16Reuse{src: src, n: n, writes: writes, ok: !overlap}
 }
 
 func (b *Backend) memset(p driver.DevPtr, v uint32, words int) {

@@ -109,6 +109,7 @@ func (b *Backend) submit(r *rec) {
 	if b.err != nil {
 		return
 	}
+	b.writes++
 	// Held operators run first, except before a metadata upload: it
 	// writes a fresh arena region that nothing held reads, and letting it
 	// pass lets RoPE and Attention stage their metadata while q/k
