@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"os"
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
