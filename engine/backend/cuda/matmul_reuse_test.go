@@ -60,8 +60,11 @@ func TestMatMulSharedInput(t *testing.T) {
 		ws = append(ws, weight(t, b, r, backend.BF16, O, I, 0.05))
 		outs = append(outs, out(t, b, T, O))
 	}
-	for round := 0; round < 2; round++ {
-		if round == 1 {
+	// Round 0 makes the cuBLASLt plans (a first shape may allocate, which
+	// rightly ends reuse); rounds 1 and 2 are counted, 2 after the input
+	// changed.
+	for round := 0; round < 3; round++ {
+		if round == 2 {
 			b.Add(x.g, x.g, y.g) // the input changes on the device
 			cpuBe.Add(x.c, x.c, y.c)
 		}
@@ -71,7 +74,7 @@ func TestMatMulSharedInput(t *testing.T) {
 			b.MatMul(outs[i].g, x.g, ws[i].g)
 			cpuBe.MatMul(outs[i].c, x.c, ws[i].c)
 		}
-		if got := b.launches - before; got != 1 {
+		if got := b.launches - before; round > 0 && got != 1 {
 			t.Errorf("round %d: %d kernel launches for three products of one input, want 1 conversion", round, got)
 		}
 		for i := range ws {
