@@ -40,6 +40,8 @@ type Sampler struct {
 	pHist []float64      // scan path, top-p: probability mass per bin
 	bound []uint64       // scan path: members of one histogram bin
 	orig  []float32      // SampleLogProbs: the copy that Sample consumes
+
+	shared *chunkWork // scan path, large vocabularies: the exp pass shared with idle cores
 }
 
 // New returns the sampler of one sequence. p should have passed
@@ -92,6 +94,7 @@ func New(p Params, vocabSize int, prompt []int32) *Sampler {
 			s.pHist = make([]float64, 4*pBins)
 		}
 		s.bound = make([]uint64, 0, 1024)
+		s.shared = newChunkWork(vocabSize)
 	}
 	return s
 }

@@ -61,7 +61,12 @@ func (s *Sampler) prepareScan(logits []float32) (pl scanPlan, tok int32, done bo
 		floor = s.kthLargest(logits)
 	}
 	wmin := s.minP // relative to the top weight, which is 1
-	z, zmin := expWeights(logits, m, s.invT, floor, wmin)
+	var z, zmin float64
+	if s.shared != nil {
+		z, zmin = s.shared.expWeights(logits, m, s.invT, floor, wmin)
+	} else {
+		z, zmin = expWeights(logits, m, s.invT, floor, wmin)
+	}
 	pl.lo, pl.iLim, pl.z = 0, -1, z // every positive weight
 	if wmin > 0 {
 		pl.lo, pl.iLim, pl.z = wmin, math.MaxInt, zmin

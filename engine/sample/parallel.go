@@ -1,0 +1,105 @@
+package sample
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// The exponentials of a full-vocabulary draw (temperature alone, top-p,
+// min-p: 152K per token for Qwen) take ~1 ms on one core, which a GPU
+// decode step of ~5 ms cannot hide: the host samples between steps. Large
+// vocabularies are therefore cut into fixed chunks that idle cores share.
+// The chunks' sums are added in chunk order, so a draw depends on neither
+// the number of cores nor the order in which chunks finish.
+const (
+	parallelMinVocab = 1 << 16 // below this one core is quicker than a hand-over
+	expChunk         = 1 << 14
+)
+
+// expPool is the process's helpers: GOMAXPROCS-1 goroutines (at the first
+// large sampler), fed pointers to a Sampler's chunkWork.
+var expPool struct {
+	once    sync.Once
+	workers int
+	ch      chan *chunkWork
+}
+
+func startExpPool() {
+	expPool.workers = runtime.GOMAXPROCS(0) - 1
+	if expPool.workers <= 0 {
+		return
+	}
+	expPool.ch = make(chan *chunkWork, 4*expPool.workers)
+	for range expPool.workers {
+		go func() {
+			for cw := range expPool.ch {
+				cw.run()
+				cw.wg.Done()
+			}
+		}()
+	}
+}
+
+// chunkWork is one exp pass split into chunks; a Sampler owns one, so
+// dispatching allocates nothing.
+type chunkWork struct {
+	next atomic.Int32
+	wg   sync.WaitGroup
+
+	w                    []float32
+	m, invT, floor, wmin float32
+	sum, sumMin          []float64 // per chunk
+	chunks               int32
+}
+
+// run takes chunks until none is left.
+func (cw *chunkWork) run() {
+	for {
+		c := int(cw.next.Add(1) - 1)
+		if c >= int(cw.chunks) {
+			return
+		}
+		lo := c * expChunk
+		hi := min(lo+expChunk, len(cw.w))
+		cw.sum[c], cw.sumMin[c] = expWeights(cw.w[lo:hi], cw.m, cw.invT, cw.floor, cw.wmin)
+	}
+}
+
+// newChunkWork returns the chunked pass for a vocabulary, or nil where it
+// would not pay (a small vocabulary, one core).
+func newChunkWork(vocab int) *chunkWork {
+	if vocab < parallelMinVocab {
+		return nil
+	}
+	expPool.once.Do(startExpPool)
+	if expPool.workers <= 0 {
+		return nil
+	}
+	n := (vocab + expChunk - 1) / expChunk
+	return &chunkWork{sum: make([]float64, n), sumMin: make([]float64, n)}
+}
+
+// expWeightsShared is expWeights over w with idle cores helping: the same
+// weights, and sums added chunk by chunk in order.
+func (cw *chunkWork) expWeights(w []float32, m, invT, floor, wmin float32) (sum, sumMin float64) {
+	n := (len(w) + expChunk - 1) / expChunk
+	cw.w, cw.m, cw.invT, cw.floor, cw.wmin, cw.chunks = w, m, invT, floor, wmin, int32(n)
+	cw.next.Store(0)
+	for range min(expPool.workers, n-1) {
+		cw.wg.Add(1)
+		select {
+		case expPool.ch <- cw:
+		default: // every helper busy: this goroutine does the rest
+			cw.wg.Done()
+		}
+	}
+	cw.run()
+	cw.wg.Wait()
+	cw.w = nil
+	for c := range n {
+		sum += cw.sum[c]
+		sumMin += cw.sumMin[c]
+	}
+	return sum, sumMin
+}

@@ -1,0 +1,59 @@
+package sample
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSharedExpPass: the exp pass shared with idle cores gives the same
+// weights as one core, sums that are the chunks' sums added in chunk order
+// (whoever computed them), and allocates nothing.
+func TestSharedExpPass(t *testing.T) {
+	cw := newChunkWork(qwenVocab)
+	if cw == nil {
+		t.Skip("one core: the pass is not shared")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	logits := randLogits(r, qwenVocab, true)
+	m, _ := maxIndex(logits)
+	const invT, wmin = 1 / 0.7, 0.01
+	for _, floor := range []float32{negInf, m - 3} {
+		want := append([]float32(nil), logits...)
+		var wantSum, wantMin float64
+		for lo := 0; lo < len(want); lo += expChunk {
+			s, sm := expWeights(want[lo:min(lo+expChunk, len(want))], m, invT, floor, wmin)
+			wantSum += s
+			wantMin += sm
+		}
+		for rep := 0; rep < 20; rep++ {
+			got := append([]float32(nil), logits...)
+			sum, sumMin := cw.expWeights(got, m, invT, floor, wmin)
+			if sum != wantSum || sumMin != wantMin {
+				t.Fatalf("floor %v: sums %v, %v; want %v, %v", floor, sum, sumMin, wantSum, wantMin)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("floor %v: weight %d is %v, want %v", floor, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	buf := append([]float32(nil), logits...)
+	if a := testing.AllocsPerRun(20, func() { cw.expWeights(buf, m, invT, negInf, 0) }); a != 0 {
+		t.Errorf("%v allocations per pass", a)
+	}
+	// A sampler over a large vocabulary takes this path and still draws
+	// the only token that has any weight.
+	s := New(params(func(p *Params) { p.Temperature = 0.8 }), qwenVocab, nil)
+	if s.shared == nil {
+		t.Fatal("a large-vocabulary sampler does not share its exp pass")
+	}
+	one := make([]float32, qwenVocab)
+	for i := range one {
+		one[i] = negInf
+	}
+	one[123456] = 2
+	if tok := s.Sample(one); tok != 123456 {
+		t.Fatalf("drew %d, want 123456", tok)
+	}
+}
