@@ -57,3 +57,30 @@ func TestSharedExpPass(t *testing.T) {
 		t.Fatalf("drew %d, want 123456", tok)
 	}
 }
+
+// TestDrawScanChunks: skipping whole chunks by their sums draws the token
+// the full scan draws (the cumulative weight is added in another order, so
+// only a draw within rounding of a boundary could differ).
+func TestDrawScanChunks(t *testing.T) {
+	cw := newChunkWork(qwenVocab)
+	if cw == nil {
+		t.Skip("one core: the pass is not shared")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, invT := range []float32{1 / 0.7, 1 / 1.5} {
+		w := randLogits(r, qwenVocab, true)
+		m, top := maxIndex(w)
+		z, _ := cw.expWeights(w, m, invT, negInf, 0)
+		pl := scanPlan{lo: 0, iLim: -1, z: z, top: int32(top)}
+		for k := 0; k < 3000; k++ {
+			u := r.Float64()
+			if k < 2 {
+				u = []float64{0, 1 - 0x1p-53}[k]
+			}
+			a, b := drawScan(w, pl, u, nil), drawScan(w, pl, u, cw.sum)
+			if a != b {
+				t.Fatalf("u %v: full scan %d, by chunks %d", u, a, b)
+			}
+		}
+	}
+}

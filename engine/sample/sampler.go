@@ -145,7 +145,11 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	if done {
 		return tok
 	}
-	return drawScan(logits, pl, u)
+	var sums []float64
+	if s.shared != nil {
+		sums = s.shared.sum
+	}
+	return drawScan(logits, pl, u, sums)
 }
 
 // SampleLogProbs is Sample for callers that report log-probabilities: it

@@ -224,9 +224,18 @@ func fromOrderKey(k uint32) float32 {
 }
 
 // drawScan returns the first surviving token, in id order, at which the
-// running weight exceeds u*pl.z.
-func drawScan(w []float32, pl scanPlan, u float64) int32 {
+// running weight exceeds u*pl.z. chunkSums, when given, are the weights'
+// sums per expChunk tokens (the shared exp pass): where every weight counts
+// they let the scan skip whole chunks.
+func drawScan(w []float32, pl scanPlan, u float64, chunkSums []float64) int32 {
 	target, cum, i := u*pl.z, 0.0, 0
+	if pl.lo == 0 && pl.iLim < 0 && len(chunkSums) > 0 {
+		c := 0
+		for ; c < len(chunkSums)-1 && target >= cum+chunkSums[c]; c++ {
+			cum += chunkSums[c]
+		}
+		i = c * expChunk // the last chunk when rounding put target at the total
+	}
 	if pl.lo == 0 && pl.iLim < 0 {
 		// Every weight counts (zeros add nothing): skip whole blocks of 8,
 		// each summed as a tree, rather than chaining one add per token.
