@@ -80,7 +80,7 @@ func newChunkWork(vocab int) *chunkWork {
 	return &chunkWork{sum: make([]float64, n), sumMin: make([]float64, n)}
 }
 
-// expWeightsShared is expWeights over w with idle cores helping: the same
+// expWeights is the package's expWeights over w with idle cores helping: the same
 // weights, and sums added chunk by chunk in order.
 func (cw *chunkWork) expWeights(w []float32, m, invT, floor, wmin float32) (sum, sumMin float64) {
 	n := (len(w) + expChunk - 1) / expChunk
