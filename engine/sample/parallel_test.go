@@ -9,7 +9,7 @@ import (
 // weights as one core, sums that are the chunks' sums added in chunk order
 // (whoever computed them), and allocates nothing.
 func TestSharedExpPass(t *testing.T) {
-	cw := newChunkWork(qwenVocab)
+	cw := newChunkWork(qwenVocab, false)
 	if cw == nil {
 		t.Skip("one core: the pass is not shared")
 	}
@@ -62,7 +62,7 @@ func TestSharedExpPass(t *testing.T) {
 // the full scan draws (the cumulative weight is added in another order, so
 // only a draw within rounding of a boundary could differ).
 func TestDrawScanChunks(t *testing.T) {
-	cw := newChunkWork(qwenVocab)
+	cw := newChunkWork(qwenVocab, false)
 	if cw == nil {
 		t.Skip("one core: the pass is not shared")
 	}
@@ -82,5 +82,32 @@ func TestDrawScanChunks(t *testing.T) {
 				t.Fatalf("u %v: full scan %d, by chunks %d", u, a, b)
 			}
 		}
+	}
+}
+
+// TestSharedTopPHistogram: the top-p cutoff from the chunked histogram is
+// the cutoff from the single-core one.
+func TestSharedTopPHistogram(t *testing.T) {
+	p := params(func(p *Params) { p.Temperature = 0.7; p.TopP = 0.95 })
+	a, b := New(p, qwenVocab, nil), New(p, qwenVocab, nil)
+	if a.shared == nil || a.shared.hists == nil {
+		t.Skip("one core: the pass is not shared")
+	}
+	b.shared = nil
+	r := rand.New(rand.NewPCG(7, 8))
+	w := randLogits(r, qwenVocab, true)
+	m, _ := maxIndex(w)
+	z, _ := expWeights(w, m, a.invT, negInf, 0)
+	for k := 0; k < 200; k++ {
+		target := r.Float64() * z
+		wa, ia, _, oka := a.topPCutoff(w, target)
+		wb, ib, _, okb := b.topPCutoff(w, target)
+		if wa != wb || ia != ib || oka != okb {
+			t.Fatalf("target %v: chunked cutoff (%v, %d, %v), single-core (%v, %d, %v)", target, wa, ia, oka, wb, ib, okb)
+		}
+	}
+	buf := append([]float32(nil), w...)
+	if n := testing.AllocsPerRun(10, func() { copy(buf, w); a.Sample(buf) }); n != 0 {
+		t.Errorf("%v allocations per top-p draw", n)
 	}
 }

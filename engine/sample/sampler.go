@@ -94,7 +94,7 @@ func New(p Params, vocabSize int, prompt []int32) *Sampler {
 			s.pHist = make([]float64, 4*pBins)
 		}
 		s.bound = make([]uint64, 0, 1024)
-		s.shared = newChunkWork(vocabSize)
+		s.shared = newChunkWork(vocabSize, s.topP < 1)
 	}
 	return s
 }

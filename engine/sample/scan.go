@@ -87,22 +87,26 @@ func (s *Sampler) prepareScan(logits []float32) (pl scanPlan, tok int32, done bo
 // ok is false if rounding kept the total from reaching target (keep all).
 func (s *Sampler) topPCutoff(w []float32, target float64) (wc float32, ic int32, cum float64, ok bool) {
 	t := s.pHist
-	clear(t)
-	h0, h1, h2, h3 := t[:pBins:pBins], t[pBins:2*pBins:2*pBins], t[2*pBins:3*pBins:3*pBins], t[3*pBins:4*pBins:4*pBins]
-	i := 0
-	for ; i+4 <= len(w); i += 4 {
-		b := w[i : i+4 : i+4]
-		h0[weightBin(b[0])] += float64(b[0])
-		h1[weightBin(b[1])] += float64(b[1])
-		h2[weightBin(b[2])] += float64(b[2])
-		h3[weightBin(b[3])] += float64(b[3])
-	}
-	for ; i < len(w); i++ {
-		h0[weightBin(w[i])] += float64(w[i])
-	}
-	hist := h0
-	for b := range hist {
-		hist[b] += h1[b] + h2[b] + h3[b]
+	hist := t[:pBins:pBins]
+	if s.shared != nil && s.shared.hists != nil {
+		s.shared.histogram(w, hist)
+	} else {
+		clear(t)
+		h0, h1, h2, h3 := hist, t[pBins:2*pBins:2*pBins], t[2*pBins:3*pBins:3*pBins], t[3*pBins:4*pBins:4*pBins]
+		i := 0
+		for ; i+4 <= len(w); i += 4 {
+			b := w[i : i+4 : i+4]
+			h0[weightBin(b[0])] += float64(b[0])
+			h1[weightBin(b[1])] += float64(b[1])
+			h2[weightBin(b[2])] += float64(b[2])
+			h3[weightBin(b[3])] += float64(b[3])
+		}
+		for ; i < len(w); i++ {
+			h0[weightBin(w[i])] += float64(w[i])
+		}
+		for b := range hist {
+			hist[b] += h1[b] + h2[b] + h3[b]
+		}
 	}
 	// Bin 0 holds zeros and subnormals: never worth a cutoff.
 	for b := len(hist) - 1; b > 0; b-- {
