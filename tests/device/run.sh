@@ -111,8 +111,9 @@ fi
 # ttft (issue 9): a 4,096-token prompt through the scheduler, computed in
 # full, then with all but its last block from the prefix cache (one-pass
 # prefill: chunk and batch limits at the prompt length).
-[ -x "$root/bin/cuda/infernix" ] && group ttft 120 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 4096 --decode-tokens 16 --ttft --prefill-chunk 4096 --max-batch-tokens 4096
-[ -x "$root/bin/cuda/infernix" ] && group ttftcopy 120 env INFERNIX_CUDA_KV_COPY=1 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 4096 --decode-tokens 16 --ttft --prefill-chunk 4096 --max-batch-tokens 4096
+ttft=("${ttft[@]}")
+[ -x "$root/bin/cuda/infernix" ] && group ttft 120 "${ttft[@]}"
+[ -x "$root/bin/cuda/infernix" ] && group ttftcopy 120 env INFERNIX_CUDA_KV_COPY=1 "${ttft[@]}"
 # e2e: the demo-model end-to-end tests (real server, engine, chat APIs) on
 # the GPU, sampling on the device; ttftsample: the scheduler's path with
 # device sampling on an 8B-shaped model.
@@ -120,7 +121,7 @@ fi
 # engine: the prefix cache across an engine restart (blocks read back from
 # Badger into the device pool through the KV copier).
 [ -x "$root/bin/cuda/engine.test" ] && group engine 120 env INFERNIX_TEST_DEVICE=cuda INFERNIX_CUDA_KV_COPY=1 sh -c "cd '$root/engine' && '$root/bin/cuda/engine.test' -test.v -test.run 'TestPrefixAcrossRestarts'"
-[ -x "$root/bin/cuda/infernix" ] && group ttftsample 120 env INFERNIX_CUDA_SAMPLE=1 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 4096 --decode-tokens 16 --ttft --prefill-chunk 4096 --max-batch-tokens 4096
+[ -x "$root/bin/cuda/infernix" ] && group ttftsample 120 env INFERNIX_CUDA_SAMPLE=1 "${ttft[@]}"
 [ -x "$root/bin/cuda/infernix" ] && group cli 60 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 512 --decode-tokens 64
 
 echo
