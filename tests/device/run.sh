@@ -111,7 +111,7 @@ fi
 # ttft (issue 9): a 4,096-token prompt through the scheduler, computed in
 # full, then with all but its last block from the prefix cache (one-pass
 # prefill: chunk and batch limits at the prompt length).
-ttft=("${ttft[@]}")
+ttft=("$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 4096 --decode-tokens 16 --ttft --prefill-chunk 4096 --max-batch-tokens 4096)
 [ -x "$root/bin/cuda/infernix" ] && group ttft 120 "${ttft[@]}"
 [ -x "$root/bin/cuda/infernix" ] && group ttftcopy 120 env INFERNIX_CUDA_KV_COPY=1 "${ttft[@]}"
 # e2e: the demo-model end-to-end tests (real server, engine, chat APIs) on
