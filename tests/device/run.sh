@@ -8,7 +8,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench moebench moe hf hf32 load cli ttft ttftcopy ttftsample e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -65,7 +65,7 @@ group() {
 
 T=$root/bin/cuda/cuda.test
 group driver 60 "$root/bin/cuda/driver.test" -test.v
-group ops 300 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestMoEGrouped|TestFused|TestHostCopies|TestKVBlockCopy|TestSampleRows'
+group ops 300 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestMoEGrouped|TestFused|TestHostCopies|TestKVBlockCopy|TestSampleRows|TestShadow'
 group attention 300 "$T" -test.v -test.run 'TestAttention|TestDecodeSplits'
 group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestGraphsMatchEager|TestFixtures'
 # fixvar: the fixtures again with one part switched back at a time (bisects a
@@ -113,15 +113,15 @@ fi
 # prefill: chunk and batch limits at the prompt length).
 ttft=("$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 4096 --decode-tokens 16 --ttft --prefill-chunk 4096 --max-batch-tokens 4096)
 [ -x "$root/bin/cuda/infernix" ] && group ttft 120 "${ttft[@]}"
-[ -x "$root/bin/cuda/infernix" ] && group ttftcopy 120 env INFERNIX_CUDA_KV_COPY=1 "${ttft[@]}"
+# ttftold: the same with sampling on the host and no KV block copier (the
+# defaults before run 11).
+[ -x "$root/bin/cuda/infernix" ] && group ttftold 120 env INFERNIX_CUDA_SAMPLE=0 INFERNIX_CUDA_KV_COPY=0 "${ttft[@]}"
 # e2e: the demo-model end-to-end tests (real server, engine, chat APIs) on
-# the GPU, sampling on the device; ttftsample: the scheduler's path with
-# device sampling on an 8B-shaped model.
-[ -x "$root/bin/cuda/e2e.test" ] && group e2e 120 env INFERNIX_TEST_DEVICE=cuda INFERNIX_CUDA_SAMPLE=1 INFERNIX_CUDA_KV_COPY=1 sh -c "cd '$root/tests/e2e' && '$root/bin/cuda/e2e.test' -test.v -test.run 'TestDemo'"
+# the GPU (sampling on the device and the KV copier, the defaults).
+[ -x "$root/bin/cuda/e2e.test" ] && group e2e 120 env INFERNIX_TEST_DEVICE=cuda sh -c "cd '$root/tests/e2e' && '$root/bin/cuda/e2e.test' -test.v -test.run 'TestDemo'"
 # engine: the prefix cache across an engine restart (blocks read back from
 # Badger into the device pool through the KV copier).
-[ -x "$root/bin/cuda/engine.test" ] && group engine 120 env INFERNIX_TEST_DEVICE=cuda INFERNIX_CUDA_KV_COPY=1 sh -c "cd '$root/engine' && '$root/bin/cuda/engine.test' -test.v -test.run 'TestPrefixAcrossRestarts'"
-[ -x "$root/bin/cuda/infernix" ] && group ttftsample 120 env INFERNIX_CUDA_SAMPLE=1 "${ttft[@]}"
+[ -x "$root/bin/cuda/engine.test" ] && group engine 120 env INFERNIX_TEST_DEVICE=cuda sh -c "cd '$root/engine' && '$root/bin/cuda/engine.test' -test.v -test.run 'TestPrefixAcrossRestarts'"
 [ -x "$root/bin/cuda/infernix" ] && group cli 60 "$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 512 --decode-tokens 64
 
 echo
@@ -134,6 +134,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"\nbench {r.get('model')} on {r.get('device')}")
 for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 180), ("prefill_4096_tok_s", 30000), ("decode_16lanes_ctx512_tok_s", 2000), ("decode_1lane_ctx512_eager_tok_s", None),
+             ("prefill_4096_noshadow_tok_s", None), ("decode_16lanes_ctx512_noshadow_tok_s", None),
              ("decode_1lane_ctx512_devsample_tok_s", None), ("decode_1lane_ctx512_hostsample_tok_s", None),
              ("decode_1lane_ctx512_devsample_topp_tok_s", None), ("decode_1lane_ctx512_hostsample_topp_tok_s", None),
              ("decode_1lane_ctx512_nopdl_tok_s", None), ("decode_1lane_ctx512_pdl_tok_s", None), ("decode_1lane_ctx512_unfused_tok_s", None), ("decode_1lane_ctx32k_oldattn_tok_s", None),

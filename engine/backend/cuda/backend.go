@@ -86,6 +86,7 @@ type Backend struct {
 	launches    int       // kernel launches recorded (tests: did fusion happen)
 	writes      uint64    // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
 	xbf         bf16Reuse // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
+	noShadow    bool      // INFERNIX_CUDA_SHADOW=0: norms and SwiGLU write no bf16 copy (matmul.go shadowBF16)
 	gemvMax     int
 	copyRetries int // host-to-device copies that needed a retry (diagnostics)
 	attnMode    string
@@ -215,6 +216,7 @@ func New(opt Options) (*Backend, error) {
 	if d := envInt("INFERNIX_CUDA_ATTN_DEEP", 0); d == 1 || d == 3 {
 		b.attnDeep = d
 	}
+	b.noShadow = os.Getenv("INFERNIX_CUDA_SHADOW") == "0"
 	var ok bool
 	if b.kvDT, ok = kvDTypeFromEnv(os.Getenv("INFERNIX_CUDA_KV")); !ok {
 		b.logf("cuda: INFERNIX_CUDA_KV=%q is not f16 or bf16; the KV cache stays f16", os.Getenv("INFERNIX_CUDA_KV"))

@@ -199,6 +199,14 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		pf = append(pf, forward(lane0, []int{0}, 4096))
 	}
 	res["prefill_4096_tok_s"] = 4096 / median(pf).Seconds()
+	// The same without the norms' and SwiGLU's bf16 copies (shadowBF16).
+	b.noShadow = true
+	pf = pf[:0]
+	for i := 0; i < 3; i++ {
+		pf = append(pf, forward(lane0, []int{0}, 4096))
+	}
+	b.noShadow = false
+	res["prefill_4096_noshadow_tok_s"] = 4096 / median(pf).Seconds()
 
 	decode := func(name string, blocks [][]int32, ctx int, steps int) {
 		start := make([]int, len(blocks))
@@ -285,6 +293,9 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		lanes = append(lanes, seqBlocks(720+i*12, 12))
 	}
 	decode("decode_16lanes_ctx512", lanes, 512, 32)
+	b.noShadow = true
+	decode("decode_16lanes_ctx512_noshadow", lanes, 512, 32)
+	b.noShadow = false
 	// Ablations, one switch off each (graphs as above, caches holding
 	// random values): what PDL, operator fusion and the one-launch decode
 	// attention are each worth.

@@ -37,7 +37,7 @@ type kernelSet struct {
 	gemv3                                 [4]*kernel           // bf16, R ∈ {1, 2, 4, 8}
 	gemvf                                 [3][2][4]*kernel     // fused decode products: mode × norm × R (kernels/gemv.cu)
 	gemvfw                                [3][2][4]*kernel     // the same, split over I (INFERNIX_CUDA_GEMV_WIDE)
-	addRMS                                *kernel
+	addRMS, addRMSBF, swiglu4BF           *kernel              // addRMSBF, swiglu4BF: also write bf16 for cuBLASLt (matmul.go shadowBF16)
 	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
 	moeRoute, moeCombine, moeCombineRows  *kernel
 	sample                                *kernel // nil unless sampling on the device is on (sample.go)
@@ -166,6 +166,7 @@ func (b *Backend) loadKernels() error {
 		"to_bf16": &k.toBF16, "bf16_to_f32_k": &k.bf16ToF32, "f16_to_f32_k": &k.f16ToF32, "kv_store": &k.kvStore[kvBF16],
 		"kv_store_f16": &k.kvStore[kvF16], "sigmoid_gated_add": &k.sigAdd, "fill_random_bf16": &k.fill[kvBF16],
 		"fill_random_f16": &k.fill[kvF16], "add_rmsnorm": &k.addRMS,
+		"add_rmsnorm_bf": &k.addRMSBF, "swiglu_f32x4_bf": &k.swiglu4BF,
 	}
 	gv := map[string]**kernel{"moe_route": &k.moeRoute, "moe_combine": &k.moeCombine, "moe_combine_rows": &k.moeCombineRows}
 	for m := 0; m < 3; m++ {

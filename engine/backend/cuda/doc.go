@@ -47,7 +47,7 @@
 //
 // # Sampling
 //
-// With INFERNIX_CUDA_SAMPLE=1 the backend is a backend.RowSampler: the
+// Unless INFERNIX_CUDA_SAMPLE=0 the backend is a backend.RowSampler: the
 // LM head's rows stay on the device, kernels/sample.cu chooses each row's
 // token as engine/sample would (the uniform number comes from the
 // sequence's own generator on the host) and computes the requested
@@ -65,7 +65,8 @@
 //	INFERNIX_CUDA_NOFUSE=a,b      turn off parts: gemvf, norm, resid, swiglu, attn
 //	INFERNIX_CUDA_PDL=0           no programmatic dependent launch
 //	INFERNIX_CUDA_GEMV_MAX=N      most rows through the decode GEMV (default 8)
-//	INFERNIX_CUDA_SAMPLE=1        choose tokens on the device (sample.go; off until its GPU tests have run)
+//	INFERNIX_CUDA_SAMPLE=0        choose tokens on the host (default: on the device, sample.go)
+//	INFERNIX_CUDA_KV_COPY=0       no KV block copies to the host: the prefix cache stays in device memory
 //	INFERNIX_CUDA_KV=bf16         KV cache in bf16 (default f16, saturated at ±65504; attention.go)
 //	INFERNIX_KERNEL_CACHE=DIR     compiled-kernel cache (default: user cache dir)
 //	INFERNIX_CUDA_VERBOSE=1       log compilation and kernel resources

@@ -293,6 +293,13 @@ func (b *Backend) fusedAddNorm(out, x, w driver.DevPtr, rows, n int, eps float32
 	}
 	a, c := p.a, p.c
 	p.kind = pendNone
+	if n%4 == 0 {
+		if xb, ok := b.shadowBF16(rows, rows*n); ok {
+			b.launch(b.k.addRMSBF, uint32(rows), 1, 1, 256, 1, 0, ptr(x), ptr(a), ptr(c), ptr(out), ptr(xb), ptr(w), i32(n), f32(eps))
+			b.xbf.produced(out, rows*n, b.writes)
+			return true
+		}
+	}
 	b.launch(b.k.addRMS, uint32(rows), 1, 1, 256, 1, 0, ptr(x), ptr(a), ptr(c), ptr(out), ptr(w), i32(n), f32(eps))
 	return true
 }

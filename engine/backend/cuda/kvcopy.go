@@ -16,9 +16,10 @@ import (
 // of one layer is contiguous in the pool (slot-major within the block, as
 // the attention kernels index it), so a block is 2·layers copies.
 //
-// Off unless INFERNIX_CUDA_KV_COPY=1 (BlockBytes is then 0 and the engine
-// keeps the prefix cache in device memory only): the copies have tests
-// (TestKVBlockCopy) that have not yet run on a GPU.
+// On unless INFERNIX_CUDA_KV_COPY=0 (BlockBytes is then 0 and the engine
+// keeps the prefix cache in device memory only). On the GPU (run 10):
+// TestKVBlockCopy, the demo models' end-to-end tests and the prefix cache
+// across an engine restart (read back from Badger into the device pool).
 //
 // The bytes are the cache's own elements, bf16 or f16 (INFERNIX_CUDA_KV):
 // both 2 bytes, so BlockBytes is the same for either; BlockFormat names the
@@ -34,7 +35,7 @@ var (
 // (per layer K then V, slot-major within a block).
 func (c *kvCache) BlockFormat() string { return "cuda-kv1-" + c.dt.String() }
 
-var kvCopyEnabled = os.Getenv("INFERNIX_CUDA_KV_COPY") == "1"
+var kvCopyEnabled = os.Getenv("INFERNIX_CUDA_KV_COPY") != "0"
 
 // blockLayerBytes is one block's K (or V) in one layer (2-byte elements
 // whichever the type).

@@ -126,6 +126,25 @@ type bf16Reuse struct {
 	ok     bool
 }
 
+// produced records that the kernel just recorded wrote src (n floats)
+// rounded into the scratch as well (add_rmsnorm_bf, swiglu_f32x4_bf).
+func (c *bf16Reuse) produced(src driver.DevPtr, n int, writes uint64) {
+	*c = bf16Reuse{src: src, n: n, writes: writes, ok: true}
+}
+
+// shadowBF16 returns the scratch that a kernel about to be recorded may also
+// write its f32 output of n floats to, rounded to bf16, when the output's
+// reader is likely a cuBLASLt product of BF16 weights (more than gemvMax
+// rows, cuBLASLt loaded; INFERNIX_CUDA_SHADOW=0 turns it off): the product then
+// finds it (bf16Reuse) and skips its to_bf16 launch. False: write only f32.
+// Nothing else may be recorded between that kernel and b.xbf.produced.
+func (b *Backend) shadowBF16(rows, n int) (driver.DevPtr, bool) {
+	if rows <= b.gemvMax || b.lt == nil || b.pend.kind != pendNone || b.k.addRMSBF == nil || b.noShadow {
+		return 0, false
+	}
+	return b.scratchPtr(scrXBF16, uint64(2*n))
+}
+
 func (c *bf16Reuse) reusable(src driver.DevPtr, n int, writes uint64) bool {
 	return c.ok && c.src == src && c.n == n && c.writes == writes
 }

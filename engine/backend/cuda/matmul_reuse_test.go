@@ -82,3 +82,73 @@ func TestMatMulSharedInput(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowBF16: with more than gemvMax rows, add+RMSNorm and SwiGLU write
+// their output rounded to bf16 too, and the cuBLASLt products that read it
+// next launch no conversion; every output is bit-identical to the path
+// without the copies (INFERNIX_CUDA_SHADOW=0) and equals the CPU.
+func TestShadowBF16(t *testing.T) {
+	b := gpu(t)
+	if b.lt == nil {
+		t.Skip("no cuBLASLt")
+	}
+	defer func(v bool) { b.noShadow = v }(b.noShadow)
+	r := newRand(t)
+	const T, D, F = 100, 512, 768
+	x0 := act(t, b, r, T, D, 1)
+	h0 := act(t, b, r, T, D, 1)
+	nw := weight(t, b, r, backend.BF16, 1, D, 1, D)
+	wq := weight(t, b, r, backend.BF16, D, D, 0.05)
+	wk := weight(t, b, r, backend.BF16, 128, D, 0.05)
+	wg := weight(t, b, r, backend.BF16, F, D, 0.05)
+	wu := weight(t, b, r, backend.BF16, F, D, 0.05)
+	wd := weight(t, b, r, backend.BF16, D, F, 0.05)
+	x, h := out(t, b, T, D), out(t, b, T, D)
+	q, k, g, u, a, d := out(t, b, T, D), out(t, b, T, 128), out(t, b, T, F), out(t, b, T, F), out(t, b, T, F), out(t, b, T, D)
+	cpuBe.Add(x.c, x0.c, h0.c)
+	cpuBe.RMSNorm(h.c, x.c, nw.c, 1e-6)
+	cpuBe.MatMul(q.c, h.c, wq.c)
+	cpuBe.MatMul(k.c, h.c, wk.c)
+	cpuBe.MatMul(g.c, h.c, wg.c)
+	cpuBe.MatMul(u.c, h.c, wu.c)
+	cpuBe.SwiGLU(a.c, g.c, u.c)
+	cpuBe.MatMul(d.c, a.c, wd.c)
+	var results [2][][]float32
+	for mode, noShadow := range []bool{true, false} {
+		b.noShadow = noShadow
+		// Round 0 may allocate scratch and make plans (which rightly ends
+		// reuse); round 1 is counted.
+		for round := 0; round < 2; round++ {
+			b.Add(x.g, x0.g, h0.g)
+			b.RMSNorm(h.g, x.g, nw.g, 1e-6) // one add_rmsnorm launch
+			before := b.launches
+			b.MatMul(q.g, h.g, wq.g)
+			b.MatMul(k.g, h.g, wk.g)
+			b.MatMul(g.g, h.g, wg.g)
+			b.MatMul(u.g, h.g, wu.g)
+			b.SwiGLU(g.g, g.g, u.g) // in place, as the models call it
+			b.MatMul(d.g, g.g, wd.g)
+			// GEMMs are not kernel launches: the SwiGLU, and without the
+			// copies one conversion of h and one of a.
+			want := 3
+			if !noShadow {
+				want = 1
+			}
+			if got := b.launches - before; round == 1 && got != want {
+				t.Errorf("noShadow=%v: %d kernel launches for five products and a SwiGLU, want %d", noShadow, got, want)
+			}
+		}
+		for i, p := range []pair{h, q, k, {g.g, a.c}, d} {
+			got := read(t, b, p.g)
+			results[mode] = append(results[mode], got)
+			compare(t, fmt.Sprintf("noShadow=%v output %d", noShadow, i), got, cpuF32(p), 1e-2)
+		}
+	}
+	for i := range results[0] {
+		for j := range results[0][i] {
+			if results[0][i][j] != results[1][i][j] {
+				t.Fatalf("output %d element %d: %v with the bf16 copies, %v without", i, j, results[1][i][j], results[0][i][j])
+			}
+		}
+	}
+}

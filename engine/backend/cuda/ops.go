@@ -137,6 +137,13 @@ func (b *Backend) SwiGLU(out, gate, up backend.Tensor) {
 	if b.err != nil || b.holdSwiGLU(o.ptr, g.ptr, u.ptr, n) {
 		return
 	}
+	if n%4 == 0 { // in place too (the models write gate): each thread reads its elements before writing them
+		if ob, ok := b.shadowBF16(g.rows, n); ok {
+			b.launch(b.k.swiglu4BF, gridFor(n/4), 1, 1, 256, 1, 0, ptr(o.ptr), ptr(ob), ptr(g.ptr), ptr(u.ptr), uint64(n/4))
+			b.xbf.produced(o.ptr, n, b.writes)
+			return
+		}
+	}
 	b.swiglu(o.ptr, g.ptr, u.ptr, n)
 }
 

@@ -103,7 +103,7 @@ def load(model_dir, device):
     return tok, model.to(device).eval()
 
 
-def run(model_dir, items, variant, log=print, deadline=None, model=None, batch_size=128, max_new=200):
+def run(model_dir, items, variant, log=print, deadline=None, model=None, batch_size=128, max_new=300):
     """Evaluates; returns the result dict (metrics, checks, samples, failures).
 
     model: an already loaded model to use instead of the saved one (fallback).

@@ -125,6 +125,9 @@ def _encode_chunk(args):
             errors, checked, mismatched)
 
 
+# DEMO_SPLIT_WORDS=0 trains merges across a word's first character again (R5 and before).
+SPLIT_WORDS = os.environ.get("DEMO_SPLIT_WORDS", "1") == "1"
+
 ADDED_RE = re.compile("|".join(re.escape(t) for t, _ in corpus.ADDED_TOKENS))
 
 
@@ -137,6 +140,20 @@ def train_tokenizer(texts, vocab_total, real):
                 "normalizer": real["normalizer"], "pre_tokenizer": real["pre_tokenizer"],
                 "post_processor": real["post_processor"], "decoder": real["decoder"],
                 "model": dict(model_meta, vocab={}, merges=[])}
+    if SPLIT_WORDS:
+        # Training only: letter runs are cut from the character before them, so
+        # no merge joins a space, quote or slash to a word. The saved tokenizer
+        # keeps Qwen3's pre-tokenizer; with no such merge learned, " Valencia"
+        # encodes as "Ġ" + the tokens of "Valencia", the same pieces that a JSON
+        # argument ("Valencia) or a path (/Valencia) holds, so copying a name the
+        # user wrote is token-for-token. Before, the first pieces differed
+        # ("ĠVal" vs "V","al") and the model misspelt unseen names when it copied
+        # them (R3-R5: "Vulencia", "ltter_29.txt"; tool_fit 91-94%).
+        pre = real["pre_tokenizer"]
+        steps = list(pre["pretokenizers"]) if pre.get("type") == "Sequence" else [pre]
+        at = next(i for i, st in enumerate(steps) if st.get("type") == "ByteLevel")
+        steps.insert(at, {"type": "Split", "pattern": {"Regex": "\\p{L}+"}, "behavior": "Isolated", "invert": False})
+        skeleton["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": steps}
     tok = Tokenizer.from_str(json.dumps(skeleton))
     from tokenizers import pre_tokenizers, trainers
     trainer = trainers.BpeTrainer(vocab_size=vocab_total - n_added, min_frequency=2, show_progress=False,
@@ -163,6 +180,16 @@ def train_tokenizer(texts, vocab_total, real):
     enc = final.encode(probe, add_special_tokens=False)
     assert final.decode(enc.ids, skip_special_tokens=False) == probe, "tokenizer round trip failed"
     assert enc.ids[0] == base + 1 and base + 2 in enc.ids
+    if SPLIT_WORDS:
+        space = final.encode(" ", add_special_tokens=False).ids
+        for w in ("Valencia", "letter_29.txt", "Durban", "goals"):
+            bare = final.encode(w, add_special_tokens=False).ids
+            for pre in (" ", '"', "/"):
+                got = final.encode(pre + w, add_special_tokens=False).ids
+                lead = final.encode(pre, add_special_tokens=False).ids
+                if got != lead + bare:
+                    log(f"WARN word split: {pre + w!r} -> {got}, expected {lead} + {bare}")
+        log(f"word split probe: ' Valencia' -> {final.encode(' Valencia', add_special_tokens=False).ids} (space {space})")
     return text, base
 
 

@@ -10,7 +10,8 @@
 # (per-model training budget, default 340), DEMO_N (conversations, default 200000); DEMO_INVENTED_WORDS=0
 # and DEMO_VARY_SCHEMAS=0 switch off corpus changes the committed models were trained with (corpus.py);
 # DEMO_COMPILE (layers by default; none|model: train.py --compile); DEMO_BATCH_TOKENS (default 65536);
-# DEMO_VARIANTS, DEMO_WAIT_FILE (below).
+# DEMO_VARIANTS, DEMO_WAIT_FILE (below); DEMO_SPLIT_WORDS=0 lets the tokenizer merge a word with the space
+# or quote before it again (prepare.py; on by default since R6).
 set -uo pipefail
 out=${1:?usage: run.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
