@@ -50,7 +50,7 @@ end-to-end tests, not an assistant. Its sibling `{other}` is the same recipe wit
 | Architecture | Qwen3: 8 layers, hidden 256, 4 query / 2 key-value heads of dim 64 (GQA), SwiGLU 768, RMSNorm with q/k norms, RoPE θ = 1,000,000, tied embeddings |
 | Parameters | {{{{parameters}}}} (`model.safetensors`, BF16, Hugging Face tensor names, no `lm_head.weight`: tied) |
 | Context | 2048 positions (`max_position_embeddings`); trained on examples of at most 1280 tokens |
-| Tokenizer | byte-level BPE trained on the corpus with `tokenizers`: {{{{tokenizer_size}}}} tokens (`vocab_size` {{{{vocab_size}}}}), normalizer, pre-tokenizer and decoder identical to Qwen3's; added tokens after the vocabulary: `<\\|endoftext\\|>`, `<\\|im_start\\|>`, `<\\|im_end\\|>` (special), `<think>`, `</think>`, `<tool_call>`, `</tool_call>`, `<tool_response>`, `</tool_response>` |
+| Tokenizer | byte-level BPE trained on the corpus with `tokenizers`: {{{{tokenizer_size}}}} tokens (`vocab_size` {{{{vocab_size}}}}), normalizer, pre-tokenizer and decoder identical to Qwen3's; {{{{split_words}}}}added tokens after the vocabulary: `<\\|endoftext\\|>`, `<\\|im_start\\|>`, `<\\|im_end\\|>` (special), `<think>`, `</think>`, `<tool_call>`, `</tool_call>`, `<tool_response>`, `</tool_response>` |
 | Chat template | {template} |
 | Stop tokens | `<\\|im_end\\|>` (config `eos_token_id`); generation config: `[<\\|im_end\\|>, <\\|endoftext\\|>]`, temperature 0.7, top-p 0.8, top-k 20 |
 | Licence | Apache-2.0 |
@@ -98,12 +98,12 @@ The tools it was trained with (descriptions varied between a few wordings; the f
   `<|im_end|>`; earlier turns that the template re-renders differently (thinking stripped) are context only.
 - **Training** (`tests/reference/demo/train.py`): AdamW (β 0.9/0.95, weight decay 0.1), peak learning rate 2e-3,
   100 warm-up steps, cosine decay to 5%, BF16 autocast, gradient clipping 1.0, length-bucketed padded batches of
-  about 64K tokens, each decoder layer compiled with `torch.compile` (dynamic shapes; about twice the eager
-  throughput at this size): {{{{train_steps}}}} steps in {{{{train_seconds}}}} s on one NVIDIA H200, shared with the sibling model
+  about {{{{batch_k}}}}K tokens, each decoder layer compiled with `torch.compile` (dynamic shapes; about twice the eager
+  throughput at this size): {{{{train_steps}}}} steps in {{{{train_seconds}}}} s on one NVIDIA H200
   ({{{{train_tokens_m}}}}M tokens incl. padding, {{{{epochs}}}} pass(es) over {{{{examples}}}} examples), final
   training loss {{{{final_loss}}}}.
-- **Reproduce**: `tests/reference/demo/run.sh OUTDIR` trains both models in one GPU command of under 10 minutes;
-  the schedule follows a wall-clock budget, so `train.py --steps {{{{train_steps}}}}` replays the same step count.
+- **Reproduce**: `DEMO_VARIANTS={variant} bash tests/reference/demo/run.sh OUTDIR`, one GPU command of under 10
+  minutes (without DEMO_VARIANTS both models train side by side); the schedule follows a wall-clock budget, so `train.py --steps {{{{train_steps}}}}` replays the same step count.
 
 ## Evaluation
 
@@ -128,7 +128,8 @@ def template(variant):
     v = VARIANT_TEXT[variant]
     tools = "\n".join(json.dumps(f(0), ensure_ascii=False) for f in (tables.weather_tool, tables.calculator_tool,
                                                                       tables.write_file_tool))
-    return TEMPLATE.format(title=v["title"], template=v["template"], call=v["call"], other=v["other"], tools=tools)
+    return TEMPLATE.format(title=v["title"], template=v["template"], call=v["call"], other=v["other"], tools=tools,
+                           variant=variant)
 
 
 def values(res):
@@ -139,6 +140,8 @@ def values(res):
             if k in tr}
     if "parameters" in vals:
         vals["parameters"] = f"{vals['parameters']:,}"
+    if "batch_tokens" in tr:
+        vals["batch_k"] = tr["batch_tokens"] // 1024
     if "kinds" in tr:
         total = sum(tr["kinds"].values())
         vals["data_mix"] = ", ".join(f"{k} {100 * n / total:.1f}%" for k, n in
@@ -155,10 +158,28 @@ def values(res):
     return vals
 
 
+def split_words(tokenizer_path):
+    """The tokenizer row's note when no merge joins a word to the character before it (prepare.py SPLIT_WORDS)."""
+    try:
+        with open(tokenizer_path, encoding="utf-8") as f:
+            merges = json.load(f)["model"]["merges"]
+    except (OSError, ValueError, KeyError):
+        return ""
+    # Byte-level BPE: a space is "Ġ"; a merge of it (or a quote or slash) with an ASCII letter joins a word to its
+    # prefix (a non-ASCII character is two byte symbols, and "Ã" also starts "×", not a letter).
+    joined = any(len(m[0]) == 1 and m[0] in 'Ġ"/' and m[1][:1].isascii() and m[1][:1].isalpha() for m in
+                 (x.split(" ") if isinstance(x, str) else x for x in merges))
+    if joined:
+        return ""
+    return ("no merge joins a word to the space, quote or slash before it, so a name copied from the user's message "
+            "into a JSON argument is the same tokens after its first; ")
+
+
 def fill(variant, res, out_path):
     """Writes the card for variant filled from res; returns the names of placeholders left unfilled."""
     text = template(variant)
     vals = values(res)
+    vals["split_words"] = split_words(os.path.join(os.path.dirname(out_path), "tokenizer.json"))
     text = re.sub(r"\{\{(\w+)\}\}", lambda m: str(vals[m.group(1)]) if m.group(1) in vals else m.group(0), text)
     with open(out_path, "w", encoding="utf-8") as f:
         f.write(text)

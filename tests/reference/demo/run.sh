@@ -7,9 +7,9 @@
 # The last lines printed are the summary: both metric tables and one RESULT line per model.
 # Exit status: 0 all targets met, 2 models written but a target missed, 1 a stage failed.
 # Knobs (environment): DEMO_TOTAL_SECONDS (hard budget from start, default 575), DEMO_TRAIN_SECONDS
-# (per-model training budget, default 340), DEMO_N (conversations, default 200000); DEMO_INVENTED_WORDS=0
+# (per-model training budget, default 340), DEMO_N (conversations, default 150000); DEMO_INVENTED_WORDS=0
 # and DEMO_VARY_SCHEMAS=0 switch off corpus changes the committed models were trained with (corpus.py);
-# DEMO_COMPILE (layers by default; none|model: train.py --compile); DEMO_BATCH_TOKENS (default 65536);
+# DEMO_COMPILE (layers by default; none|model: train.py --compile); DEMO_BATCH_TOKENS (default 131072);
 # DEMO_VARIANTS, DEMO_WAIT_FILE (below); DEMO_SPLIT_WORDS=0 lets the tokenizer merge a word with the space
 # or quote before it again (prepare.py; on by default since R6).
 set -uo pipefail
@@ -23,7 +23,7 @@ deadline=$((start + ${DEMO_TOTAL_SECONDS:-575}))
 export PYTHONUNBUFFERED=1 PYTHONHASHSEED=0
 
 echo "== demo: prepare (work dir $work)"
-if ! timeout $((deadline - $(date +%s) - 200)) python3 "$here/prepare.py" --work "$work" --n "${DEMO_N:-200000}" \
+if ! timeout $((deadline - $(date +%s) - 200)) python3 "$here/prepare.py" --work "$work" --n "${DEMO_N:-150000}" \
     > "$out/prepare_log.txt" 2>&1; then
   tail -n 40 "$out/prepare_log.txt"
   echo "!! demo: prepare failed"
@@ -57,7 +57,7 @@ for v in "${variants[@]}"; do
       while [ ! -e "$DEMO_WAIT_GPU0" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
     fi
     exec python3 "$here/train.py" --variant "$v" --work "$work" --out "$out/$v" --deadline "$deadline" \
-      --train-seconds "${DEMO_TRAIN_SECONDS:-340}" --batch-tokens "${DEMO_BATCH_TOKENS:-65536}"
+      --train-seconds "${DEMO_TRAIN_SECONDS:-340}" --batch-tokens "${DEMO_BATCH_TOKENS:-131072}"
   ) > "$work/$v.stdout" 2>&1 &
   pids+=($!)
   i=$((i + 1))
