@@ -298,7 +298,16 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 // bit-identical between runs, eager or replayed. 1/rms is the same in every
 // group: each slice's x² sum is computed by the same lanes in the same order
 // in every block of that slice.
+// GF_U (16-byte loads in flight per lane and weight row) and GF_RW (outputs
+// per warp of the products other than SwiGLU, 1 or 2) may be set at compile
+// time (INFERNIX_CUDA_GEMVF, backend gemvfVariant); neither changes any
+// result: each lane adds its elements in the same order whatever they are.
+#ifndef GF_U
 #define GF_U 4
+#endif
+#ifndef GF_RW
+#define GF_RW 2
+#endif
 #define GF_MULTI 0
 #define GF_SWIGLU 1
 #define GF_RESID 2
@@ -439,7 +448,10 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
       out = p.out2; w = p.w2; O = p.O2;
     }
   }
-  constexpr int RW = MODE == GF_SWIGLU ? 1 : 2;  // outputs per warp (two weight rows either way)
+  // Outputs per warp: SwiGLU one (its gate and up rows), the split-K
+  // kernels two (their reduction slots assume it), the others GF_RW.
+  constexpr int RW = MODE == GF_SWIGLU ? 1 : (WIDE ? 2 : GF_RW);
+  constexpr bool TWO = MODE == GF_SWIGLU || RW == 2;  // two weight rows per warp
   const int o0 = (blk * GW_WARPS + warp) * RW;
   // Rows past O repeat the last row: loads stay in bounds, results are
   // dropped, and every warp still sums x² (the h write-back needs no
@@ -451,7 +463,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     wr1 = p.w1 + r;
   } else {
     wr0 = w + (long)min(o0, O - 1) * I;
-    wr1 = w + (long)min(o0 + 1, O - 1) * I;
+    wr1 = w + (long)min(o0 + RW - 1, O - 1) * I;
   }
   uint4 wv[GF_U][2];
 #pragma unroll
@@ -459,7 +471,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     const int i = k0 + lane * 8 + u * 256;
     if (i < k1) {
       wv[u][0] = ld_stream(wr0 + i);
-      wv[u][1] = ld_stream(wr1 + i);
+      if (TWO) wv[u][1] = ld_stream(wr1 + i);
     }
   }
   PDL_ENTRY();
@@ -476,7 +488,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
       if (i < k1) {
         float wf0[8], wf1[8], g[8];
         unpack_bf16x8(wv[u][0], wf0);
-        unpack_bf16x8(wv[u][1], wf1);
+        if (TWO) unpack_bf16x8(wv[u][1], wf1);
         if (NORM) {
           const float4 a = __ldg((const float4*)(p.nw + i));
           const float4 b = __ldg((const float4*)(p.nw + i + 4));
@@ -498,7 +510,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
 #pragma unroll
             for (int e = 0; e < 8; e++) {
               acc[r][0] = fmaf(xv[e], wf0[e], acc[r][0]);
-              acc[r][1] = fmaf(xv[e], wf1[e], acc[r][1]);
+              if (TWO) acc[r][1] = fmaf(xv[e], wf1[e], acc[r][1]);
             }
           }
         }
@@ -511,7 +523,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
       const int i = i0 + u * 256;
       if (i < k1) {
         wv[u][0] = ld_stream(wr0 + i);
-        wv[u][1] = ld_stream(wr1 + i);
+        if (TWO) wv[u][1] = ld_stream(wr1 + i);
       }
     }
   }
@@ -525,7 +537,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     inv[r] = 1.f;
     if (NORM) inv[r] = 1.f / sqrtf(warp_sum(ss[r]) / (float)I + p.eps);
     acc[r][0] = warp_sum(acc[r][0]) * inv[r];
-    acc[r][1] = warp_sum(acc[r][1]) * inv[r];
+    if (TWO) acc[r][1] = warp_sum(acc[r][1]) * inv[r];
   }
   if (lane == 0) {
 #pragma unroll
@@ -542,7 +554,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
         }
       } else {
 #pragma unroll
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < RW; k++) {
           if (o0 + k < O) {
             const long ix = (long)r * O + o0 + k;
             out[ix] = acc[r][k];

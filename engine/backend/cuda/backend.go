@@ -73,20 +73,21 @@ type Backend struct {
 	f32w     map[driver.DevPtr]driver.DevPtr // f32 copies of small 16-bit weights (norm scales)
 
 	pend        pending
-	fuse        bool      // operator fusion (fuse.go)
-	fz          fuseParts // which fusions, when fuse is on
-	pdl         bool      // programmatic dependent launch for kernels that allow it
-	pdlOK       bool      // the device and driver could do PDL
-	pdlRefused  bool      // the driver refused a PDL launch: plain launches only
-	attnOld     bool      // decode attention through attn_split + attn_combine
-	attnBlocks  int       // blocks one decode-attention launch aims at (0: 2 per SM)
-	gemvWide    int       // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
-	attnDeep    int       // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
-	kvDT        kvDType   // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
-	launches    int       // kernel launches recorded (tests: did fusion happen)
-	writes      uint64    // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
-	xbf         bf16Reuse // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
-	noShadow    bool      // INFERNIX_CUDA_SHADOW=0: norms and SwiGLU write no bf16 copy (matmul.go shadowBF16)
+	fuse        bool         // operator fusion (fuse.go)
+	fz          fuseParts    // which fusions, when fuse is on
+	pdl         bool         // programmatic dependent launch for kernels that allow it
+	pdlOK       bool         // the device and driver could do PDL
+	pdlRefused  bool         // the driver refused a PDL launch: plain launches only
+	attnOld     bool         // decode attention through attn_split + attn_combine
+	attnBlocks  int          // blocks one decode-attention launch aims at (0: 2 per SM)
+	gemvWide    int          // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
+	gemvf       gemvfVariant // the fused products' compile-time tunables (gemvf_variant.go)
+	attnDeep    int          // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
+	kvDT        kvDType      // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
+	launches    int          // kernel launches recorded (tests: did fusion happen)
+	writes      uint64       // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
+	xbf         bf16Reuse    // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
+	noShadow    bool         // INFERNIX_CUDA_SHADOW=0: norms and SwiGLU write no bf16 copy (matmul.go shadowBF16)
 	gemvMax     int
 	copyRetries int // host-to-device copies that needed a retry (diagnostics)
 	attnMode    string
@@ -181,6 +182,10 @@ func New(opt Options) (*Backend, error) {
 	}
 	b.arch, b.cubin = b.rtc.Target(b.sm)
 	b.cacheDir = cacheDir(opt.CacheDir)
+	var verr error
+	if b.gemvf, verr = parseGemvfVariant(os.Getenv("INFERNIX_CUDA_GEMVF")); verr != nil {
+		b.logf("cuda: INFERNIX_CUDA_GEMVF: %v; the default fused products are used", verr)
+	}
 	if err := b.loadKernels(); err != nil {
 		b.release()
 		return nil, err

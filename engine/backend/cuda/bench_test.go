@@ -360,6 +360,27 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		kv.dt = kvDTs[i]
 		b.FillKV(kv, 7, 1)
 	}
+	// The fused products' compile-time variants (gemvf_variant.go): decode
+	// at 512 with each, the default first again for a fair comparison.
+	func() {
+		saved := b.gemvf
+		defer func() {
+			if err := b.useGemvfVariant(saved); err != nil {
+				panic(err)
+			}
+		}()
+		for _, spec := range append([]string{""}, benchGemvfVariants...) {
+			v, err := parseGemvfVariant(spec)
+			if err == nil {
+				err = b.useGemvfVariant(v)
+			}
+			if err != nil {
+				res["gemvf_error"] = fmt.Sprintf("%s: %v", spec, err)
+				return
+			}
+			decode("decode_1lane_ctx512_gemvf_"+v.name(), [][]int32{seqBlocks(100, 16)}, 512, 64)
+		}
+	}()
 	if sampleOn() {
 		// Decode at 512 with the token chosen as a server would (Qwen3's
 		// non-thinking defaults: temperature 0.7, top-k 20, top-p 0.8,

@@ -169,13 +169,8 @@ func (b *Backend) loadKernels() error {
 		"add_rmsnorm_bf": &k.addRMSBF, "swiglu_f32x4_bf": &k.swiglu4BF,
 	}
 	gv := map[string]**kernel{"moe_route": &k.moeRoute, "moe_combine": &k.moeCombine, "moe_combine_rows": &k.moeCombineRows}
-	for m := 0; m < 3; m++ {
-		for nrm := 0; nrm < 2; nrm++ {
-			for i, r := range []int{1, 2, 4, 8} {
-				gv[fmt.Sprintf("gemvf_m%d_n%d_r%d", m, nrm, r)] = &k.gemvf[m][nrm][i]
-				gv[fmt.Sprintf("gemvfw_m%d_n%d_r%d", m, nrm, r)] = &k.gemvfw[m][nrm][i]
-			}
-		}
+	for n, dst := range gemvfNames(k, true) {
+		gv[n] = dst
 	}
 	for d, n := range dtName {
 		ew["embed_"+n] = &k.embed[d]
@@ -192,7 +187,7 @@ func (b *Backend) loadKernels() error {
 	if err := b.load("elementwise.cu", nil, ew); err != nil {
 		return err
 	}
-	return b.load("gemv.cu", nil, gv)
+	return b.load("gemv.cu", b.gemvf.defs, gv)
 }
 
 // attnKey names one compilation of the attention modules.

@@ -54,6 +54,16 @@ func TestKernelsCompile(t *testing.T) {
 			if m == "attention.cu" {
 				jobs = append(jobs, job{m, []string{"HD=256", "G=8", kvF16.define()}}, job{m, []string{"HD=40", "G=4", kvF16.define()}})
 			}
+		case "gemv.cu":
+			jobs = append(jobs, job{m, nil})
+			// The fused products' variants (gemvf_variant.go) the bench measures.
+			for _, spec := range benchGemvfVariants {
+				v, err := parseGemvfVariant(spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				jobs = append(jobs, job{m, v.defs})
+			}
 		default:
 			jobs = append(jobs, job{m, nil})
 		}

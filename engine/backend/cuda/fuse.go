@@ -366,9 +366,9 @@ func (b *Backend) flush() {
 func (b *Backend) launchGemvf(q *pending) {
 	var a [15]uint64
 	var nb [3]int
-	per := gemvBlockRows
+	per := gemvfWarps * b.gemvf.rw
 	if q.epi == epiSwiGLU {
-		per = gemvBlockRows / 2 // one output (two weight rows) per warp
+		per = gemvfWarps // one output (two weight rows) per warp
 	}
 	total := 0
 	for i := 0; i < q.n; i++ {
@@ -401,7 +401,8 @@ func (b *Backend) launchGemvf(q *pending) {
 		total = nb[0] // both rows of an output in one warp
 	}
 	ri := gemvIndex(q.T)
-	if kw := b.k.gemvfw[q.epi][norm][ri]; kw != nil && b.gemvWide != 0 {
+	// The split-K kernels keep two outputs per warp: not with GF_RW=1.
+	if kw := b.k.gemvfw[q.epi][norm][ri]; kw != nil && b.gemvWide != 0 && (b.gemvf.rw == 2 || q.epi == epiSwiGLU) {
 		if S := b.wideSplits(total, q.I, kw.regs); S > 1 && total <= gemvWideCounters {
 			R := [4]int{1, 2, 4, 8}[ri]
 			// struct GemvP: then part (GF_CNT_MAX counters, then

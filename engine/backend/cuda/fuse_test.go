@@ -66,7 +66,8 @@ func TestFusedLayer(t *testing.T) {
 	}
 }
 
-func fusedLayerCase(t *testing.T, b *Backend, r *rand.Rand, T, H int, fused bool) {
+// fusedLayerCase returns the GPU's tensors in the order it compares them.
+func fusedLayerCase(t *testing.T, b *Backend, r *rand.Rand, T, H int, fused bool) [][]float32 {
 	inter, qO, kO, vO := H+136, H, 40, 130
 	x := act(t, b, r, T, H, 1)
 	attn := act(t, b, r, T, qO, 1)
@@ -99,6 +100,7 @@ func fusedLayerCase(t *testing.T, b *Backend, r *rand.Rand, T, H int, fused bool
 		be.RMSNorm(P(h), P(x), P(n1), 1e-6)
 		be.MatMul(P(q), P(h), P(wq))
 	}
+	var outs [][]float32
 	l0 := b.launches
 	run(b, func(p pair) backend.Tensor { return p.g })
 	b.flush()
@@ -110,8 +112,11 @@ func fusedLayerCase(t *testing.T, b *Backend, r *rand.Rand, T, H int, fused bool
 		name string
 		p    pair
 	}{{"q", q}, {"k", k}, {"v", v}, {"h", h}, {"x", x}, {"swiglu", g}, {"up", u}, {"mlp", mlp}} {
-		compare(t, c.name, read(t, b, c.p.g), cpuF32(c.p), 2e-5)
+		got := read(t, b, c.p.g)
+		compare(t, c.name, got, cpuF32(c.p), 2e-5)
+		outs = append(outs, got)
 	}
+	return outs
 }
 
 // TestFusedAttention runs QK-norm, RoPE and attention as a Qwen3 layer
@@ -194,4 +199,56 @@ func fusedAttentionCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, half
 		compare(t, fmt.Sprintf("step %d k", si), read(t, b, k.g), cpuF32(k), 1e-5)
 		compare(t, fmt.Sprintf("step %d attention", si), read(t, b, o.g), cpuF32(o), 1e-2)
 	}
+}
+
+// TestGemvfVariants: the fused products compiled with other GF_RW / GF_U
+// (gemvf_variant.go) give bit-identical results to the default ones over a
+// decoder layer's products (and equal the CPU), with every fusion on.
+func TestGemvfVariants(t *testing.T) {
+	b := gpu(t)
+	if !b.fuse {
+		t.Skip("fusion disabled")
+	}
+	m := fuseModes(b)[1] // fused, no PDL
+	defer b.setFuse(m)()
+	defer func(v gemvfVariant) {
+		if err := b.useGemvfVariant(v); err != nil {
+			t.Error(err)
+		}
+	}(b.gemvf)
+	seed := uint64(newRand(t).Uint32())
+	want := map[string][][]float32{}
+	for _, spec := range []string{"", "GF_RW=1", "GF_U=8", "GF_RW=1 GF_U=8", "GF_U=2", "GF_RW=1 GF_U=6"} {
+		v, err := parseGemvfVariant(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.useGemvfVariant(v); err != nil {
+			t.Fatal(err)
+		}
+		for _, T := range []int{1, 3, 8} {
+			for _, H := range []int{512, 2056} {
+				key := fmt.Sprintf("T%d_H%d", T, H)
+				r := rand.New(rand.NewPCG(seed, uint64(T*10000+H)))
+				got := fusedLayerCase(t, b, r, T, H, true)
+				if w, ok := want[key]; !ok {
+					want[key] = got
+				} else if i, j, ok := firstDiff(w, got); !ok {
+					t.Errorf("variant %s %s: tensor %d element %d is %v, default %v", v.name(), key, i, j, got[i][j], w[i][j])
+				}
+			}
+		}
+	}
+}
+
+// firstDiff finds the first element where a and b differ (ok when none).
+func firstDiff(a, b [][]float32) (int, int, bool) {
+	for i := range a {
+		for j := range a[i] {
+			if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
+				return i, j, false
+			}
+		}
+	}
+	return 0, 0, true
 }

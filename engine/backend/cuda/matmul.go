@@ -179,3 +179,6 @@ func (b *Backend) copyDtoD(dst, src driver.DevPtr, n int) {
 // gemvBlockRows is the outputs per block of the GEMV kernels (GW_WARPS ×
 // GW_RW in kernels/gemv.cu).
 const gemvBlockRows = 16
+
+// gemvfWarps is GW_WARPS, the warps per block of the fused products.
+const gemvfWarps = 8

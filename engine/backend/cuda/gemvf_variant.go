@@ -1,0 +1,94 @@
+package cuda
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The fused decode products (gemvf, kernels/gemv.cu) compile with two
+// tunables: GF_U, the 16-byte loads each lane keeps in flight per weight
+// row (1…8, default 4), and GF_RW, the outputs per warp of the products
+// other than SwiGLU (1 or 2, default 2; with 1 twice as many warps stream
+// o_proj and down, whose 256 blocks of 2 outputs per warp leave an H200 at
+// 24% occupancy, run 10). Neither changes a result: every lane adds its
+// elements in the same order. INFERNIX_CUDA_GEMVF="GF_RW=1 GF_U=8" picks a
+// variant at start-up; the bench measures a few side by side.
+
+// benchGemvfVariants are the variants the bench measures beside the default
+// (and TestKernelsCompile compiles).
+var benchGemvfVariants = []string{"GF_RW=1", "GF_U=8", "GF_RW=1 GF_U=8", "GF_U=2", "GF_RW=1 GF_U=6"}
+
+// gemvfVariant is a parsed INFERNIX_CUDA_GEMVF.
+type gemvfVariant struct {
+	defs []string // -D defines for gemv.cu, in a fixed order (the kernel cache key)
+	rw   int      // outputs per warp of the non-SwiGLU products
+}
+
+// parseGemvfVariant reads "GF_RW=1 GF_U=8" (spaces or commas); the empty
+// string is the default variant.
+func parseGemvfVariant(s string) (gemvfVariant, error) {
+	v := gemvfVariant{rw: 2}
+	u := 0
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
+		name, val, ok := strings.Cut(f, "=")
+		n, err := strconv.Atoi(val)
+		if !ok || err != nil {
+			return gemvfVariant{rw: 2}, fmt.Errorf("%q is not NAME=integer", f)
+		}
+		switch {
+		case name == "GF_RW" && (n == 1 || n == 2):
+			v.rw = n
+		case name == "GF_U" && n >= 1 && n <= 8:
+			u = n
+		default:
+			return gemvfVariant{rw: 2}, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U 1 to 8", f)
+		}
+	}
+	if v.rw != 2 {
+		v.defs = append(v.defs, fmt.Sprintf("GF_RW=%d", v.rw))
+	}
+	if u != 0 && u != 4 {
+		v.defs = append(v.defs, fmt.Sprintf("GF_U=%d", u))
+	}
+	return v, nil
+}
+
+// name is the variant as the bench records it ("default", "rw1_u8").
+func (v gemvfVariant) name() string {
+	if len(v.defs) == 0 {
+		return "default"
+	}
+	s := strings.ToLower(strings.Join(v.defs, "_"))
+	return strings.NewReplacer("gf_", "", "=", "").Replace(s)
+}
+
+// gemvfNames maps the fused kernels' names to their slots in k.
+func gemvfNames(k *kernelSet, wide bool) map[string]**kernel {
+	m := map[string]**kernel{}
+	for mode := 0; mode < 3; mode++ {
+		for nrm := 0; nrm < 2; nrm++ {
+			for i, r := range []int{1, 2, 4, 8} {
+				m[fmt.Sprintf("gemvf_m%d_n%d_r%d", mode, nrm, r)] = &k.gemvf[mode][nrm][i]
+				if wide {
+					m[fmt.Sprintf("gemvfw_m%d_n%d_r%d", mode, nrm, r)] = &k.gemvfw[mode][nrm][i]
+				}
+			}
+		}
+	}
+	return m
+}
+
+// useGemvfVariant compiles gemv.cu with v's defines and points the fused
+// kernels (not the split-K ones, which keep two outputs per warp) at it.
+// Graphs captured before hold the old kernels; their record lists no
+// longer match, so the next forwards are captured again. The caller holds
+// the thread.
+func (b *Backend) useGemvfVariant(v gemvfVariant) error {
+	b.flush()
+	if err := b.load("gemv.cu", v.defs, gemvfNames(&b.k, false)); err != nil {
+		return err
+	}
+	b.gemvf = v
+	return nil
+}

@@ -1,0 +1,39 @@
+package cuda
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestParseGemvfVariant(t *testing.T) {
+	cases := []struct {
+		in   string
+		defs []string
+		rw   int
+		name string
+		bad  bool
+	}{
+		{in: "", rw: 2, name: "default"},
+		{in: "GF_RW=2 GF_U=4", rw: 2, name: "default"},
+		{in: "GF_RW=1", defs: []string{"GF_RW=1"}, rw: 1, name: "rw1"},
+		{in: "GF_U=8,GF_RW=1", defs: []string{"GF_RW=1", "GF_U=8"}, rw: 1, name: "rw1_u8"},
+		{in: " GF_U=2 ", defs: []string{"GF_U=2"}, rw: 2, name: "u2"},
+		{in: "GF_RW=3", rw: 2, bad: true},
+		{in: "GF_U=9", rw: 2, bad: true},
+		{in: "GF_U", rw: 2, bad: true},
+		{in: "GW_WARPS=4", rw: 2, bad: true},
+	}
+	for _, c := range cases {
+		v, err := parseGemvfVariant(c.in)
+		if (err != nil) != c.bad {
+			t.Errorf("%q: error %v, want bad=%v", c.in, err, c.bad)
+			continue
+		}
+		if !reflect.DeepEqual(v.defs, c.defs) || v.rw != c.rw {
+			t.Errorf("%q: defs %q rw %d, want %q rw %d", c.in, v.defs, v.rw, c.defs, c.rw)
+		}
+		if !c.bad && v.name() != c.name {
+			t.Errorf("%q: name %q, want %q", c.in, v.name(), c.name)
+		}
+	}
+}
