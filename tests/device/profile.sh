@@ -4,7 +4,8 @@
 #   bash tests/device/profile.sh [OUTDIR]      (after run.sh build; carry bin/cuda)
 # Writes ncu.csv and prints a table per kernel (count, total µs, mean µs,
 # DRAM throughput % of peak).
-# PROFILE_WHAT=prefill: the same table for one 4,096-token prefill.
+# PROFILE_WHAT=prefill: the same table for one 4,096-token prefill;
+# PROFILE_WHAT=lanes16: for one 16-lane decode step at 512 (cuBLASLt products).
 # PROFILE_WHAT=gemv: Nsight's speed-of-light, memory, occupancy and warp-stall
 # sections for the decode step's residual products (o_proj and down,
 # gemvf_m2_*; run 7 measured them at 2.4 TB/s) into gemv-sections.txt.
@@ -28,6 +29,7 @@ if [ "$what" = gemv ]; then
 fi
 profile=1
 [ "$what" = prefill ] && profile=prefill
+[ "$what" = lanes16 ] && profile=lanes16
 timeout ${PROFILE_TIMEOUT:-300} "$ncu" --profile-from-start off --clock-control none \
   --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,launch__grid_size,launch__block_size \
   --csv --page raw --log-file "$out/ncu.log" \
@@ -51,7 +53,10 @@ data = [r for r in rows[1:] if r[ti].replace(".", "").replace(",", "").isdigit()
 # Decode: two steps, split where the per-step kernel sequence restarts (half
 # the rows); prefill: one forward.
 half = len(data) // 2
-parts = (("prefill4096", data),) if sys.argv[2] == "prefill" else (("ctx512", data[:half]), ("ctx32k", data[half:]))
+if sys.argv[2] in ("prefill", "lanes16"):
+    parts = ((sys.argv[2], data),)
+else:
+    parts = (("ctx512", data[:half]), ("ctx32k", data[half:]))
 for name, part in parts:
     agg = collections.OrderedDict()
     tot = 0.0

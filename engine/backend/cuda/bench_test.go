@@ -250,6 +250,35 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		}
 		return res
 	}
+	if os.Getenv("INFERNIX_BENCH_PROFILE") == "lanes16" {
+		// One graph-replayed 16-lane decode step at 512 (cuBLASLt
+		// products), bounded for `ncu --profile-from-start off`.
+		var lanes [][]int32
+		start := make([]int, 16)
+		for i := range start {
+			lanes = append(lanes, seqBlocks(720+i*12, 12))
+			start[i] = 512
+		}
+		for _, kv := range b.kvCaches {
+			b.FillKV(kv, 7, 1)
+		}
+		for i := 0; i < 4; i++ {
+			forward(lanes, start, 1)
+			for j := range start {
+				start[j]++
+			}
+		}
+		b.sync()
+		if err := b.drv.ProfilerStart(); err != nil {
+			panic(err)
+		}
+		forward(lanes, start, 1)
+		b.sync()
+		if err := b.drv.ProfilerStop(); err != nil {
+			panic(err)
+		}
+		return res
+	}
 	if os.Getenv("INFERNIX_BENCH_PROFILE") != "" {
 		// One graph-replayed decode step at 512 and one at 32K, bounded
 		// for `ncu --profile-from-start off`; no figures.
