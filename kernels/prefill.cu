@@ -79,7 +79,11 @@ extern "C" __global__ void __launch_bounds__(PF_THREADS) attn_prefill(
   // Stage s: K at smem + 2s·PF_TILE, V right after it.
   extern __shared__ __align__(16) u16 smem[];
 
-  const int tile = blockIdx.x, h = blockIdx.y;
+  // Grid (KV heads, tiles), tiles last first: blocks start in order of
+  // blockIdx with x fastest, so the longest tiles (the most keys, at the end
+  // of a causal prompt) start first on every head, and the short ones fill
+  // the gaps at the end instead of one long tile running alone.
+  const int h = blockIdx.x, tile = gridDim.y - 1 - blockIdx.y;
   const int tok0 = tiles[2 * tile], ntok = tiles[2 * tile + 1];
   const int heads = kvh * G;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;

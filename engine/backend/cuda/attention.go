@@ -145,7 +145,9 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		b.fail(err)
 		return
 	}
-	usePrefill := ak.prefill != nil && T >= b.prefillMinT() && b.attnMode != "split"
+	// The tiles are the grid's y dimension (at most 65,535 of at least one token).
+	usePrefill := ak.prefill != nil && T >= b.prefillMinT() && b.attnMode != "split" && T <= 65535
+
 	qt := 0
 	if usePrefill {
 		qt = 64 / G
@@ -200,7 +202,8 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			ptr(kc), ptr(vc), ptr(kk.ptr), ptr(vv.ptr), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), i32(hd))
 	}
 	if usePrefill {
-		b.launch(ak.prefill, uint32(m.nTiles), uint32(kvh), 1, 128, 1, uint32(ak.prefillSmem),
+		// Grid (KV heads, tiles): kernels/prefill.cu starts the longest tiles first.
+		b.launch(ak.prefill, uint32(kvh), uint32(m.nTiles), 1, 128, 1, uint32(ak.prefillSmem),
 			ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(m.tiles), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), f32(scale))
 		return
 	}
