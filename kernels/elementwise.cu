@@ -92,8 +92,14 @@ extern "C" __global__ void rmsnorm_block(float* out, const float* x, const float
 }
 
 // Residual add fused with the RMSNorm that follows it: sum = a + b (written
-// back, sum may alias a), out = rmsnorm(sum)·w. One block per row.
-extern "C" __global__ void add_rmsnorm(float* sum, const float* a, const float* b, float* out, const float* w, int n, float eps) {
+// back, sum may alias a), out = rmsnorm(sum)·w. One block per row. With BF
+// (n % 4 == 0 only) out is also written rounded to bf16 into outb, as
+// to_bf16 would round it, for the cuBLASLt products that read it next
+// (matmul.go shadowBF16): a prefill layer then converts its normalised
+// activations in no kernel of their own.
+template <bool BF>
+__device__ __forceinline__ void add_rmsnorm_impl(float* sum, const float* a, const float* b, float* out, uint2* outb,
+                                                 const float* w, int n, float eps) {
   PDL_ENTRY();
   __shared__ float red[32];
   const long base = (long)blockIdx.x * n;
@@ -133,51 +139,20 @@ extern "C" __global__ void add_rmsnorm(float* sum, const float* a, const float* 
     float4* o4 = (float4*)(out + base);
     for (int i = tid; i < (n >> 2); i += blockDim.x) {
       const float4 v = s4[i], g = w4[i];
-      o4[i] = make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z, v.w * inv * g.w);
+      const float4 o = make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z, v.w * inv * g.w);
+      o4[i] = o;
+      if (BF) outb[(base >> 2) + i] = make_uint2(pack_bf16(o.x, o.y), pack_bf16(o.z, o.w));
     }
   } else {
     for (int i = tid; i < n; i += blockDim.x) out[base + i] = sum[base + i] * inv * w[i];
   }
 }
 
-// add_rmsnorm with n % 4 == 0 that also writes out rounded to bf16 (as
-// to_bf16 would: the same rounding) into outb, for the cuBLASLt products
-// that read it next (matmul.go bf16Reuse): a prefill layer then converts
-// its normalised activations in no kernel of their own.
+extern "C" __global__ void add_rmsnorm(float* sum, const float* a, const float* b, float* out, const float* w, int n, float eps) {
+  add_rmsnorm_impl<false>(sum, a, b, out, nullptr, w, n, eps);
+}
 extern "C" __global__ void add_rmsnorm_bf(float* sum, const float* a, const float* b, float* out, uint2* outb, const float* w, int n, float eps) {
-  PDL_ENTRY();
-  __shared__ float red[32];
-  const long base = (long)blockIdx.x * n;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
-  float ss = 0.f;
-  const float4* a4 = (const float4*)(a + base);
-  const float4* b4 = (const float4*)(b + base);
-  float4* s4 = (float4*)(sum + base);
-  for (int i = tid; i < (n >> 2); i += blockDim.x) {
-    const float4 x = a4[i], y = b4[i];
-    const float4 v = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
-    s4[i] = v;
-    ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-  }
-  ss = warp_sum(ss);
-  if (lane == 0) red[warp] = ss;
-  __syncthreads();
-  if (warp == 0) {
-    float v = lane < nw ? red[lane] : 0.f;
-    v = warp_sum(v);
-    if (lane == 0) red[0] = v;
-  }
-  __syncthreads();
-  const float inv = 1.f / sqrtf(red[0] / (float)n + eps);
-  const float4* w4 = (const float4*)w;
-  float4* o4 = (float4*)(out + base);
-  uint2* ob = outb + (base >> 2);
-  for (int i = tid; i < (n >> 2); i += blockDim.x) {
-    const float4 v = s4[i], g = w4[i];
-    const float4 o = make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z, v.w * inv * g.w);
-    o4[i] = o;
-    ob[i] = make_uint2(pack_bf16(o.x, o.y), pack_bf16(o.z, o.w));
-  }
+  add_rmsnorm_impl<true>(sum, a, b, out, outb, w, n, eps);
 }
 
 // out = a + b over n floats (n4 = n / 4 float4s when vec).
