@@ -1,0 +1,91 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/backend/cpu"
+	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/safetensors"
+)
+
+// bf16Inputs is the CPU backend with the GPU's rounding of cuBLASLt
+// inputs: a product of more than gemvMax (8) rows of a BF16 weight reads
+// its activations rounded to bf16 (in place: in the dense models every
+// product input feeds only products, which the GPU rounds alike).
+type bf16Inputs struct {
+	backend.Backend
+	on bool
+}
+
+func roundBF16(v float32) float32 {
+	u := math.Float32bits(v)
+	u += 0x7fff + (u>>16)&1
+	return math.Float32frombits(u & 0xffff0000)
+}
+
+func (b *bf16Inputs) MatMul(out, x, w backend.Tensor) {
+	if xt := x.(*cpu.Tensor); b.on && xt.Shape()[0] > 8 && w.DType() == backend.BF16 {
+		d := xt.F32()
+		for i := range d {
+			d[i] = roundBF16(d[i])
+		}
+	}
+	b.Backend.MatMul(out, x, w)
+}
+
+// TestBF16InputBudget measures, on the CPU alone, what rounding the
+// cuBLASLt products' inputs to bf16 costs the BF16 fixtures against f32
+// activations, in TestFixtures' terms (a 40-token prefill in two halves,
+// max |Δ log-prob| over the top 10), over 200 random prompts each: the part
+// of the GPU's fixture error that is the number format, not the kernels.
+// INFERNIX_BF16_BUDGET=1 runs it (about a minute); it checks that the
+// emulation is exact with the rounding off.
+func TestBF16InputBudget(t *testing.T) {
+	if os.Getenv("INFERNIX_BF16_BUDGET") != "1" {
+		t.Skip("set INFERNIX_BF16_BUDGET=1")
+	}
+	// The dense BF16 fixtures (in the MoE ones the GPU keeps f32 for the
+	// router and the indexed experts, which this emulation does not follow).
+	for _, name := range []string{"qwen3-untied-bf16"} {
+		dir := filepath.Join("../../../tests/testdata/models", name)
+		cfg, err := model.LoadConfig(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := safetensors.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		emu := &bf16Inputs{Backend: cpuBe}
+		g := build(t, cfg, &model.FileWeights{Set: set, Be: emu}, emu)
+		c := build(t, cfg, &model.FileWeights{Set: set, Be: cpuBe}, cpuBe)
+		var ws []float64
+		for seed := 0; seed < 201; seed++ {
+			emu.on = seed > 0 // prompt 0: the rounding off, the two models must agree exactly
+			p := prompts(rand.New(rand.NewPCG(uint64(seed), 1)), cfg.VocabSize, 40)[0]
+			gl, cl := []*lane{{blocks: []int32{0, 1}}}, []*lane{{blocks: []int32{0, 1}}}
+			step(t, g, gl, [][]int32{p[:20]})
+			step(t, c, cl, [][]int32{p[:20]})
+			w, _, _ := topDelta(step(t, g, gl, [][]int32{p[20:]})[0], step(t, c, cl, [][]int32{p[20:]})[0])
+			if seed == 0 {
+				if w != 0 {
+					t.Fatalf("%s: %g apart with the rounding off", name, w)
+				}
+				continue
+			}
+			ws = append(ws, w)
+		}
+		set.Close()
+		sort.Float64s(ws)
+		over := sort.SearchFloat64s(ws, 2e-2+1e-12)
+		t.Log(fmt.Sprintf("%s: median %.3g, 90th percentile %.3g, max %.3g; above 2e-2: %d of %d prompts",
+			name, ws[len(ws)/2], ws[len(ws)*9/10], ws[len(ws)-1], len(ws)-over, len(ws)))
+	}
+}
