@@ -277,6 +277,73 @@ __device__ __forceinline__ void decode_load(u16* st, const u16* __restrict__ kc,
   }
 }
 
+// The end of a split decode block (attn_decode, attn_decode_tc) that has
+// written its partial: publish and count it; the last split of (t, h)
+// merges them all into out. smem: the block's dead K/V stages (G·nz floats
+// at least; the host keeps nz ≤ MERGE_CAP/G).
+template <int NTD>
+__device__ __forceinline__ void decode_merge(float* out, float* part, int* cnt, float* smem, int t, int h, int heads, int kvh,
+                                             int zmax, int nz) {
+  __shared__ float Ls[G];
+  __shared__ int last;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // Publish this split, then count it; the last split of (t, h) merges.
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) last = atomicAdd(cnt + t * kvh + h, 1) == nz - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // Other blocks' partials are read through L2 (__ldcg): never from L1.
+  // The split weights exp(m_z − M) go to shared memory (the dead K/V
+  // stages; the host keeps G·nz within them, MERGE_CAP), then each thread
+  // accumulates its MI outputs with the splits outermost, so that MI
+  // independent loads are in flight at a time.
+  float* wz = smem;  // [G][nz]
+  for (int g = warp; g < G; g += NTD / 32) {
+    const float* pp = part + ((long)t * heads + h * G + g) * zmax * (HD + 2);
+    float m = NEG_INF;
+    for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * (HD + 2) + HD));
+    m = warp_max(m);
+    float l = 0.f;
+    for (int zz = lane; zz < nz; zz += 32) {
+      const float* pz = pp + (long)zz * (HD + 2);
+      const float w = expf(__ldcg(pz + HD) - m);
+      wz[g * nz + zz] = w;
+      l += __ldcg(pz + HD + 1) * w;
+    }
+    l = warp_sum(l);
+    if (lane == 0) Ls[g] = l;
+  }
+  __syncthreads();
+  constexpr int MI = (G * HD + NTD - 1) / NTD;
+  float a[MI];
+  const float* pb[MI];
+  int wb[MI];
+#pragma unroll
+  for (int k = 0; k < MI; k++) {
+    const int i = min(tid + k * NTD, G * HD - 1);  // past the end: repeats the last output, not written
+    const int g = i / HD, d = i - g * HD;
+    a[k] = 0.f;
+    pb[k] = part + ((long)t * heads + h * G + g) * zmax * (HD + 2) + d;
+    wb[k] = g * nz;
+  }
+#pragma unroll 2
+  for (int zz = 0; zz < nz; zz++) {
+#pragma unroll
+    for (int k = 0; k < MI; k++) a[k] = fmaf(__ldcg(pb[k] + (long)zz * (HD + 2)), wz[wb[k] + zz], a[k]);
+  }
+#pragma unroll
+  for (int k = 0; k < MI; k++) {
+    const int i = tid + k * NTD;
+    if (i < G * HD) {
+      const int g = i / HD, d = i - g * HD;
+      out[((long)t * heads + h * G + g) * HD + d] = a[k] / Ls[g];
+    }
+  }
+  if (tid == 0) cnt[t * kvh + h] = 0;
+}
+
 // The decode kernel body: NTD threads (a multiple of TP), ST stages, SWZ
 // swizzled unpadded rows (else padded), KT the cache's element type (a
 // template parameter rather than KVDT alone, so that the CPU emulation can
@@ -306,8 +373,6 @@ __device__ __forceinline__ void attn_decode_impl(const u16* __restrict__ kc, con
   __shared__ float sc[QS][G][TP];  // partial dot products of the scores
   __shared__ float ps[G][TP];      // exp(score − running max) of the tile
   __shared__ float wred[G][NTD / 32];
-  __shared__ float Ls[G];
-  __shared__ int last;
   EXTERN_SMEM(u16, kvs);
 
   const int* tab = tabs + tokTab[t];
@@ -451,61 +516,7 @@ __device__ __forceinline__ void attn_decode_impl(const u16* __restrict__ kc, con
     __syncthreads();
   }
   if (single) return;
-  // Publish this split, then count it; the last split of (t, h) merges.
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) last = atomicAdd(cnt + t * kvh + h, 1) == nz - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  // Other blocks' partials are read through L2 (__ldcg): never from L1.
-  // The split weights exp(m_z − M) go to shared memory (the dead K/V
-  // stages; the host keeps G·nz within them, MERGE_CAP), then each thread
-  // accumulates its MI outputs with the splits outermost, so that MI
-  // independent loads are in flight at a time.
-  float* wz = (float*)kvs;  // [G][nz]
-  for (int g = warp; g < G; g += NTD / 32) {
-    const float* pp = part + ((long)t * heads + h * G + g) * zmax * (HD + 2);
-    float m = NEG_INF;
-    for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * (HD + 2) + HD));
-    m = warp_max(m);
-    float l = 0.f;
-    for (int zz = lane; zz < nz; zz += 32) {
-      const float* pz = pp + (long)zz * (HD + 2);
-      const float w = expf(__ldcg(pz + HD) - m);
-      wz[g * nz + zz] = w;
-      l += __ldcg(pz + HD + 1) * w;
-    }
-    l = warp_sum(l);
-    if (lane == 0) Ls[g] = l;
-  }
-  __syncthreads();
-  constexpr int MI = (G * HD + NTD - 1) / NTD;
-  float a[MI];
-  const float* pb[MI];
-  int wb[MI];
-#pragma unroll
-  for (int k = 0; k < MI; k++) {
-    const int i = min(tid + k * NTD, G * HD - 1);  // past the end: repeats the last output, not written
-    const int g = i / HD, d = i - g * HD;
-    a[k] = 0.f;
-    pb[k] = part + ((long)t * heads + h * G + g) * zmax * (HD + 2) + d;
-    wb[k] = g * nz;
-  }
-#pragma unroll 2
-  for (int zz = 0; zz < nz; zz++) {
-#pragma unroll
-    for (int k = 0; k < MI; k++) a[k] = fmaf(__ldcg(pb[k] + (long)zz * (HD + 2)), wz[wb[k] + zz], a[k]);
-  }
-#pragma unroll
-  for (int k = 0; k < MI; k++) {
-    const int i = tid + k * NTD;
-    if (i < G * HD) {
-      const int g = i / HD, d = i - g * HD;
-      out[((long)t * heads + h * G + g) * HD + d] = a[k] / Ls[g];
-    }
-  }
-  if (tid == 0) cnt[t * kvh + h] = 0;
+  decode_merge<NTD>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz);
 }
 
 #define ATTN_DECODE_ARGS                                                                                                 \
@@ -527,6 +538,216 @@ extern "C" __global__ void __launch_bounds__(DNT_DEEP, DEEP_MINB) attn_decode_de
 extern "C" __global__ void __launch_bounds__(DNT_DEEP) attn_decode_deep3(ATTN_DECODE_ARGS) {
   attn_decode_impl<DNT_DEEP, DSTAGES, DSWZ_DEEP, KVDT>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
 }
+
+// attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): attn_decode's grid, splits
+// and merge with the products on the tensor cores, as prefill.cu computes
+// them. The G query heads of token t are the rows of one 16-row mma tile
+// (rows past G are zero and never written), Q and P in the cache's type.
+// Each of the block's 4 warps takes 16 positions of every 64-position tile
+// with its own running max and sums (split within the block), and the block
+// combines the four before writing its partial: in log2 units inside, its
+// max converted to natural units for the merge. attn_decode spends more time
+// in its f32 dot products than its tiles take to arrive (run 7: 2.1 TB/s at
+// 32K); here a tile costs each warp 2·HD/16 + HD/8 mma.
+#if HD % 16 == 0 && HD <= 128 && G <= 16
+#define TCW (NT / 32)
+template <int KT>
+__device__ __forceinline__ void decode_load_tc(u16* st, const u16* __restrict__ kc, const u16* __restrict__ vc, const int* tab,
+                                               int p0, int end, int kvh, int h) {
+  const int rows = min(TP, end - p0);
+  const long base = ((long)tab[p0 >> 6] * kvh + h) * 64 * HD;  // p0 is a multiple of 64
+  for (int c = threadIdx.x; c < TP * DG; c += NT) {
+    const int row = c / DG, col = (c % DG) * 8;
+    if (row < rows) {
+      cp_async16(smem_addr(st + row * KV_LD + col), kc + base + (long)row * HD + col);
+      cp_async16(smem_addr(st + (TP + row) * KV_LD + col), vc + base + (long)row * HD + col);
+    } else {
+      // Masked positions get P = 0 exactly; their V must be finite too.
+      *(uint4*)(st + (TP + row) * KV_LD + col) = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+template <int KT>
+__device__ __forceinline__ void attn_decode_tc_impl(const u16* __restrict__ kc, const u16* __restrict__ vc, const float* __restrict__ q,
+                                                    float* out, float* part, int* cnt, const int* __restrict__ tokTab,
+                                                    const int* __restrict__ pos, const int* __restrict__ tabs, int kvh, float scale,
+                                                    int zmax, int chunk) {
+  constexpr int STG = 2 * TP * KV_LD;
+  PDL_ENTRY();
+  const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
+  const int len = pos[t] + 1;
+  const int start = z * chunk;
+  if (start >= len) return;
+  const int end = min(start + chunk, len);
+  const int ntiles = (end - start + TP - 1) / TP;
+  const int nz = (len + chunk - 1) / chunk;
+  const int heads = kvh * G;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int gq = lane >> 2, tq = lane & 3;  // mma fragment coordinates
+  EXTERN_SMEM(u16, kvs);
+
+  const int* tab = tabs + tokTab[t];
+#pragma unroll
+  for (int i = 0; i < DSTAGES - 1; i++) {
+    if (i < ntiles) decode_load_tc<KT>(kvs + i * STG, kc, vc, tab, start + i * TP, end, kvh, h);
+    cp_async_commit();
+  }
+  // Q fragments: rows gq and gq + 8 are heads h·G + row (zero past G).
+  const float* qrow = q + ((long)t * heads + (long)h * G) * HD;
+  u32 qa[HD / 16][4];
+#pragma unroll
+  for (int ks = 0; ks < HD / 16; ks++) {
+    const int c = ks * 16 + 2 * tq;
+    float x[4][2] = {{0.f, 0.f}, {0.f, 0.f}, {0.f, 0.f}, {0.f, 0.f}};
+    if (gq < G) {
+      x[0][0] = qrow[gq * HD + c], x[0][1] = qrow[gq * HD + c + 1];
+      x[2][0] = qrow[gq * HD + c + 8], x[2][1] = qrow[gq * HD + c + 9];
+    }
+    if (gq + 8 < G) {
+      x[1][0] = qrow[(gq + 8) * HD + c], x[1][1] = qrow[(gq + 8) * HD + c + 1];
+      x[3][0] = qrow[(gq + 8) * HD + c + 8], x[3][1] = qrow[(gq + 8) * HD + c + 9];
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) qa[ks][i] = pack_kt<KT>(x[i][0], x[i][1]);
+  }
+  float o[HD / 8][4];
+#pragma unroll
+  for (int nd = 0; nd < HD / 8; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
+  float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.f, 0.f};
+  const float sl2 = scale * 1.4426950408889634f;  // scores in log2 units
+
+  for (int it = 0; it < ntiles; it++) {
+    if (it + DSTAGES - 1 < ntiles)
+      decode_load_tc<KT>(kvs + ((it + DSTAGES - 1) % DSTAGES) * STG, kc, vc, tab, start + (it + DSTAGES - 1) * TP, end, kvh, h);
+    cp_async_commit();
+    cp_async_wait<DSTAGES - 1>();  // tile it has landed (groups complete in order)
+    __syncthreads();
+    const u16* ks_ = kvs + (it % DSTAGES) * STG + warp * 16 * KV_LD;  // this warp's 16 positions
+    const u16* vs_ = ks_ + TP * KV_LD;
+    const int p0 = start + it * TP + warp * 16;
+    // S = Q·Kᵀ over the warp's 16 positions: two n-tiles of 8.
+    float s[2][4];
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++) {
+      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; kk += 2) {
+        u32 b0, b1, b2, b3;
+        ldsm_x4(smem_addr(ks_ + (nt * 8 + (lane & 7)) * KV_LD + kk * 16 + (lane >> 3) * 8), b0, b1, b2, b3);
+        mma16816<KT>(s[nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b0, b1);
+        if (kk + 1 < HD / 16) mma16816<KT>(s[nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3);
+      }
+    }
+    // Positions past the split's end are masked; running max and sums.
+    float mx[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int kp = p0 + nt * 8 + 2 * tq + (e & 1);
+        const float v = kp < end ? s[nt][e] * sl2 : NEG_INF;
+        s[nt][e] = v;
+        mx[e >> 1] = fmaxf(mx[e >> 1], v);
+      }
+    }
+    float corr[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      const float mn = fmaxf(m[i], mx[i]);
+      corr[i] = mn == NEG_INF ? 1.f : exp2f(m[i] - mn);
+      m[i] = mn;
+      l[i] *= corr[i];
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int i = e >> 1;
+        const float p = m[i] == NEG_INF ? 0.f : exp2f(s[nt][e] - m[i]);
+        s[nt][e] = p;
+        l[i] += p;
+      }
+    }
+#pragma unroll
+    for (int nd = 0; nd < HD / 8; nd++) {
+      o[nd][0] *= corr[0];
+      o[nd][1] *= corr[0];
+      o[nd][2] *= corr[1];
+      o[nd][3] *= corr[1];
+    }
+    // O += P·V: the two n-tiles of P are one 16-wide k step.
+    const u32 a0 = pack_kt<KT>(s[0][0], s[0][1]), a1 = pack_kt<KT>(s[0][2], s[0][3]);
+    const u32 a2 = pack_kt<KT>(s[1][0], s[1][1]), a3 = pack_kt<KT>(s[1][2], s[1][3]);
+#pragma unroll
+    for (int nd = 0; nd < HD / 8; nd += 2) {
+      u32 b0, b1, b2, b3;
+      ldsm_x4_t(smem_addr(vs_ + (lane & 15) * KV_LD + (nd + (lane >> 4)) * 8), b0, b1, b2, b3);
+      mma16816<KT>(o[nd], a0, a1, a2, a3, b0, b1);
+      mma16816<KT>(o[nd + 1], a0, a1, a2, a3, b2, b3);
+    }
+    __syncthreads();  // the stage is overwritten by the load issued next iteration
+  }
+  cp_async_wait<0>();
+#pragma unroll
+  for (int i = 0; i < 2; i++) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+  }
+  // The four warps' states through the dead stages: mw, lw [TCW][16],
+  // ow [TCW][16][HD]; then output (g, d) = Σ_w 2^(m_w − M) o_w / Σ_w 2^(m_w − M) l_w.
+  __syncthreads();
+  float* mw = (float*)kvs;
+  float* lw = mw + TCW * 16;
+  float* ow = lw + TCW * 16;
+  if (tq == 0) {
+    mw[warp * 16 + gq] = m[0], mw[warp * 16 + gq + 8] = m[1];
+    lw[warp * 16 + gq] = l[0], lw[warp * 16 + gq + 8] = l[1];
+  }
+#pragma unroll
+  for (int nd = 0; nd < HD / 8; nd++) {
+    const int c = nd * 8 + 2 * tq;
+    ow[(warp * 16 + gq) * HD + c] = o[nd][0], ow[(warp * 16 + gq) * HD + c + 1] = o[nd][1];
+    ow[(warp * 16 + gq + 8) * HD + c] = o[nd][2], ow[(warp * 16 + gq + 8) * HD + c + 1] = o[nd][3];
+  }
+  __syncthreads();
+  const bool single = nz == 1;
+  for (int i = tid; i < G * HD; i += NT) {
+    const int g = i / HD, d = i - g * HD;
+    float M = NEG_INF;
+#pragma unroll
+    for (int w = 0; w < TCW; w++) M = fmaxf(M, mw[w * 16 + g]);
+    float L = 0.f, O = 0.f;
+#pragma unroll
+    for (int w = 0; w < TCW; w++) {
+      const float mv = mw[w * 16 + g];
+      const float f = mv == NEG_INF ? 0.f : exp2f(mv - M);
+      L = fmaf(f, lw[w * 16 + g], L);
+      O = fmaf(f, ow[(w * 16 + g) * HD + d], O);
+    }
+    const int hh = h * G + g;
+    if (single) {
+      out[((long)t * heads + hh) * HD + d] = O / L;
+    } else {
+      float* pz = part + (((long)t * heads + hh) * zmax + z) * (HD + 2);
+      pz[d] = O;
+      if (d == 0) {
+        pz[HD] = M * 0.6931471805599453f;  // natural units, as attn_decode's partials
+        pz[HD + 1] = L;
+      }
+    }
+  }
+  if (single) return;
+  __syncthreads();  // mw, lw and ow are read before the merge reuses the stages
+  decode_merge<NT>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz);
+}
+
+extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc(ATTN_DECODE_ARGS) {
+  attn_decode_tc_impl<KVDT>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
+}
+#endif
 
 // ---------------------------------------------------------------------------
 // What comes between the q/k/v products and attention, in one launch: per

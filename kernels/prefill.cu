@@ -26,34 +26,14 @@
 #ifndef KVDT
 #define KVDT DT_BF16
 #endif
-#if KVDT == DT_F16
-#define PF_MMA_T "f16"
-#define pack_kv pack_f16
-#else
-#define PF_MMA_T "bf16"
-#define pack_kv pack_bf16
-#endif
+#define pack_kv pack_kt<KVDT>
+#define mma_kv mma16816<KVDT>
 
 #define PF_ROWS 64
 #define PF_QT (PF_ROWS / G)
 #define PF_THREADS 128
 #define PF_LD (HD + 8)  // padded row (elements): rows land 4 banks apart
 #define PF_TILE (64 * PF_LD)
-
-__device__ __forceinline__ void ldsm_x4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_t(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
-}
-// D += A·B with A, B in KVDT (bf16 or f16), D in f32.
-__device__ __forceinline__ void mma_kv(float* d, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PF_MMA_T "." PF_MMA_T ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 // Copies cache block blk (K and V of KV head h) into a shared-memory stage;
 // V rows of positions past last are zeroed so that 0·garbage never reaches

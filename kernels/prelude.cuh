@@ -146,3 +146,33 @@ __device__ __forceinline__ void cp_async16(u32 dst, const void* src) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
 
+
+// Tensor cores (sm_80+), as prefill.cu and attn_decode_tc use them:
+// ldmatrix of four 8×8 16-bit matrices (lanes 8i…8i+7 give the row
+// addresses of matrix i; lane l receives row l/4, elements 2(l%4) and
+// 2(l%4)+1 of each, or with .trans column l/4, rows 2(l%4) and 2(l%4)+1),
+// and mma.sync m16n8k16 (A row-major, B column-major) with both operands in
+// KT (DT_BF16 or DT_F16) and f32 accumulation.
+__device__ __forceinline__ void ldsm_x4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+template <int KT> __device__ __forceinline__ void mma16816(float* d, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1);
+template <> __device__ __forceinline__ void mma16816<DT_BF16>(float* d, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma16816<DT_F16>(float* d, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// Two floats as the mma operand type KT (f16 saturated like the cache).
+template <int KT> __device__ __forceinline__ u32 pack_kt(float lo, float hi);
+template <> __device__ __forceinline__ u32 pack_kt<DT_BF16>(float lo, float hi) { return pack_bf16(lo, hi); }
+template <> __device__ __forceinline__ u32 pack_kt<DT_F16>(float lo, float hi) { return pack_f16(lo, hi); }

@@ -141,6 +141,7 @@ for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 1
              ("decode_1lane_ctx512_nopdl_tok_s", None), ("decode_1lane_ctx512_pdl_tok_s", None), ("decode_1lane_ctx512_unfused_tok_s", None), ("decode_1lane_ctx32k_oldattn_tok_s", None),
              ("decode_1lane_ctx512_wide_tok_s", None), ("decode_1lane_ctx512_wide2_tok_s", None), ("decode_1lane_ctx512_wide4_tok_s", None),
              ("decode_1lane_ctx32k_deep_tok_s", None), ("decode_1lane_ctx32k_deep3_tok_s", None),
+             ("decode_1lane_ctx32k_tc_tok_s", None), ("decode_1lane_ctx512_tc_tok_s", None),
              ("decode_1lane_ctx512_wide_deep_tok_s", None), ("decode_1lane_ctx32k_wide_deep_tok_s", None),
              ("decode_1lane_ctx32k_kvf16_tok_s", None), ("decode_1lane_ctx32k_kvbf16_tok_s", None),
              ("prefill_4096_moe_grouped_tok_s", None), ("prefill_4096_moe_indexed_tok_s", None)]:

@@ -169,10 +169,11 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			chunk = 128
 		} else {
 			// The merge keeps G·nz weights in the K/V stages' shared memory.
-			dk, dsmem, perSM := ak.decodeFor(b.attnDeep)
-			chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, dsmem/4/G, perSM, dk != ak.decode)
+			dk, dsmem, perSM := ak.decodeFor(b.attnDeep, b.attnTC)
+			deep := dk == ak.deep || dk == ak.deep3
+			chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, dsmem/4/G, perSM, deep)
 			decodeK, decodeSmem, decodeNT = dk, dsmem, 128
-			if dk != ak.decode {
+			if deep {
 				decodeNT = 256
 			}
 			if cnt, ok = b.attnCounters(T * kvh); !ok {
@@ -273,10 +274,13 @@ func (b *Backend) decodeSplits(maxLen, T, kvh, poolBlocks, maxSplits, perSM int,
 }
 
 // decodeFor picks the decode attention kernel for INFERNIX_CUDA_ATTN_DEEP
-// (deep: 0, 1 or 3), its dynamic shared memory and blocks per SM; the
-// default kernel where a deep one does not fit.
-func (a *attnKernels) decodeFor(deep int) (*kernel, int, int) {
+// (deep: 0, 1 or 3) or INFERNIX_CUDA_DECODE_ATTN=tc, its dynamic shared
+// memory and blocks per SM; the default kernel where the one asked for does
+// not fit or does not exist for the head dim.
+func (a *attnKernels) decodeFor(deep int, tc bool) (*kernel, int, int) {
 	switch {
+	case tc && a.decodeTC != nil:
+		return a.decodeTC, a.decodeSmem, 2
 	case deep == 1 && a.deepPerSM > 0:
 		return a.deep, a.deepSmem, a.deepPerSM
 	case deep == 3 && a.deep3PerSM > 0:

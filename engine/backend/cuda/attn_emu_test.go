@@ -10,8 +10,13 @@ import (
 	"unsafe"
 )
 
+// Relative error allowed to attn_decode_tc, which rounds Q and P to the
+// cache's type: bf16 keeps 8 significant bits, f16 11.
+const tcTolBF16, tcTolF16 = 4e-3, 6e-4
+
 // TestAttnDecodeEmulated runs kernels/attention.cu's decode attention
-// (attn_decode and attn_decode_deep, through attn_decode_impl) under the
+// (attn_decode and attn_decode_deep, through attn_decode_impl, and the
+// tensor-core attn_decode_tc with ldmatrix and mma emulated) under the
 // CPU emulation (testdata/emu/attn_main.cpp, head dim 64, 4 query heads per
 // KV head) with a bf16 and an f16 paged KV cache (INFERNIX_CUDA_KV), over
 // scrambled block tables, with many splits merged by the last block and
@@ -142,12 +147,17 @@ func TestAttnDecodeEmulated(t *testing.T) {
 					return f
 				}
 				want := ref(dec(kc, kf), dec(vc, vf))
-				for _, kname := range []string{"attn_decode", "attn_decode_deep"} {
+				for _, kname := range []string{"attn_decode", "attn_decode_deep", "attn_decode_tc"} {
 					got := make([]float32, T*heads*hd)
 					cnt := make([]int32, T*kvh)
 					rd(got)
 					rd(cnt)
-					compare(t, kname, got, want, 1e-5)
+					tol := 1e-5
+					if kname == "attn_decode_tc" {
+						// Q and P rounded to the cache's type for the tensor cores.
+						tol = [2]float64{tcTolBF16, tcTolF16}[kt]
+					}
+					compare(t, kname, got, want, tol)
 					for i, x := range cnt {
 						if x != 0 {
 							t.Errorf("%s: counter %d left at %d", kname, i, x)

@@ -79,6 +79,7 @@ type Backend struct {
 	pdlOK       bool         // the device and driver could do PDL
 	pdlRefused  bool         // the driver refused a PDL launch: plain launches only
 	attnOld     bool         // decode attention through attn_split + attn_combine
+	attnTC      bool         // decode attention through attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc)
 	attnBlocks  int          // blocks one decode-attention launch aims at (0: 2 per SM)
 	gemvWide    int          // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
 	gemvf       gemvfVariant // the fused products' compile-time tunables (gemvf_variant.go)
@@ -214,6 +215,7 @@ func New(opt Options) (*Backend, error) {
 	b.pdlOK = b.sm >= 90 && b.drv.HasLaunchEx() && b.drv.Version() >= 12030
 	b.pdl = b.pdlOK && os.Getenv("INFERNIX_CUDA_PDL") == "1"
 	b.attnOld = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "old"
+	b.attnTC = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "tc"
 	// Off by default until it has run on a GPU (issue 6).
 	b.moeGrouped = os.Getenv("INFERNIX_CUDA_MOE_GROUPED") == "1"
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)

@@ -367,6 +367,11 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		b.attnDeep = d.v
 		decode("decode_1lane_ctx32k_"+d.name, [][]int32{seqBlocks(200, 520)}, 32830, 16)
 	}
+	// Decode attention on the tensor cores (INFERNIX_CUDA_DECODE_ATTN=tc).
+	b.attnTC = true
+	decode("decode_1lane_ctx32k_tc", [][]int32{seqBlocks(200, 520)}, 32840, 16)
+	decode("decode_1lane_ctx512_tc", [][]int32{seqBlocks(100, 16)}, 660, 32)
+	b.attnTC = false
 	b.gemvWide, b.attnDeep = -1, 1
 	decode("decode_1lane_ctx512_wide_deep", [][]int32{seqBlocks(100, 16)}, 700, 32)
 	decode("decode_1lane_ctx32k_wide_deep", [][]int32{seqBlocks(200, 520)}, 32850, 16)

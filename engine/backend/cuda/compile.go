@@ -53,6 +53,7 @@ type attnKernels struct {
 	// 256 threads, swizzled rows; their dynamic shared memory and how many
 	// blocks of each fit an SM.
 	deep, deep3           *kernel
+	decodeTC              *kernel // attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): head dims that are multiples of 16 up to 128
 	deepSmem, deep3Smem   int
 	deepPerSM, deep3PerSM int
 	prep                  *kernel // QK-norm + RoPE + KV store
@@ -214,8 +215,12 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	defer b.unpin()
 	a := &attnKernels{}
 	defs := []string{fmt.Sprintf("HD=%d", hd), fmt.Sprintf("G=%d", g), dt.define()}
-	if err := b.load("attention.cu", defs, map[string]**kernel{"attn_split": &a.split, "attn_combine": &a.combine,
-		"attn_decode": &a.decode, "attn_prep": &a.prep, "attn_decode_deep": &a.deep, "attn_decode_deep3": &a.deep3}); err != nil {
+	names := map[string]**kernel{"attn_split": &a.split, "attn_combine": &a.combine,
+		"attn_decode": &a.decode, "attn_prep": &a.prep, "attn_decode_deep": &a.deep, "attn_decode_deep3": &a.deep3}
+	if hd%16 == 0 && hd <= 128 { // the guard around attn_decode_tc in kernels/attention.cu
+		names["attn_decode_tc"] = &a.decodeTC
+	}
+	if err := b.load("attention.cu", defs, names); err != nil {
 		return nil, err
 	}
 	// DSTAGES in kernels/attention.cu: three stages of 64-position K and V
@@ -230,6 +235,11 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	}
 	if err := b.drv.FuncSetAttribute(a.decode.fn, driver.FuncAttrMaxDynamicShared, a.decodeSmem); err != nil {
 		return nil, err
+	}
+	if a.decodeTC != nil { // the same stages as attn_decode
+		if err := b.drv.FuncSetAttribute(a.decodeTC.fn, driver.FuncAttrMaxDynamicShared, a.decodeSmem); err != nil {
+			return nil, err
+		}
 	}
 	// The deep kernels: rows unpadded (swizzled) where hd is a multiple
 	// of 64 (DSWZ_DEEP), 2 stages, or 3 (deep3) up to head dim 128.

@@ -21,6 +21,7 @@ struct alignas(16) float4 {
   float x, y, z, w;
 };
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+inline uint4 make_uint4(u32 x, u32 y, u32 z, u32 w) { return uint4{x, y, z, w}; }
 
 // Dynamic shared memory of the block being run (blocks run one at a time).
 alignas(16) inline unsigned char emu_dyn_smem[256 << 10];
@@ -45,6 +46,8 @@ inline u16 f32_to_bf16(float f) {
   return (u16)(u >> 16);
 }
 inline u32 pack_bf16(float lo, float hi) { return (u32)f32_to_bf16(lo) | ((u32)f32_to_bf16(hi) << 16); }
+inline u32 pack_f16(float lo, float hi) { return (u32)f32_to_f16(lo) | ((u32)f32_to_f16(hi) << 16); }
+template <int KT> inline u32 pack_kt(float lo, float hi) { return KT == DT_F16 ? pack_f16(lo, hi) : pack_bf16(lo, hi); }
 
 template <int DT> inline float wget(const void* p, long i);
 template <> inline float wget<DT_F32>(const void* p, long i) { return ((const float*)p)[i]; }
@@ -96,9 +99,67 @@ inline float warp_max(float v) {
 
 // cp.async: a plain copy; smem_addr passes the pointer through.
 inline void* smem_addr(void* p) { return p; }
+inline const void* smem_addr(const void* p) { return p; }
 inline void cp_async16(void* dst, const void* src) { std::memcpy(dst, src, 16); }
 inline void cp_async_commit() {}
 template <int N> inline void cp_async_wait() {}
+
+// Tensor-core instructions, warp-collective like the shuffles: every lane
+// posts its operands in the warp's slots (two 32-bit words a round), reads
+// the others' after the barrier. ldmatrix .x4 (lanes 8i…8i+7 address the
+// rows of matrix i; lane l gets row l/4, elements 2(l%4), 2(l%4)+1, or with
+// trans column l/4, rows 2(l%4), 2(l%4)+1) and mma.sync m16n8k16 row.col
+// with f32 accumulation (in k order, each product and sum rounded: the
+// tensor cores' own order is the GPU tests' to allow for).
+inline void emu_exchange(u32 lo, u32 hi, u32 (&all)[32][2]) {
+  emu_warp& w = emu_my_warp();
+  const int lane = threadIdx.x & 31;
+  w.slot[lane] = (u64)lo | ((u64)hi << 32);
+  w.bar.arrive_and_wait();
+  for (int j = 0; j < 32; j++) all[j][0] = (u32)w.slot[j], all[j][1] = (u32)(w.slot[j] >> 32);
+  w.bar.arrive_and_wait();
+}
+inline void emu_ldsm(const void* addr, u32& r0, u32& r1, u32& r2, u32& r3, bool trans) {
+  emu_warp& w = emu_my_warp();
+  const int lane = threadIdx.x & 31;
+  w.slot[lane] = (u64)(uintptr_t)addr;
+  w.bar.arrive_and_wait();
+  u32 r[4];
+  for (int i = 0; i < 4; i++) {
+    auto el = [&](int row, int col) -> u32 { return ((const u16*)(uintptr_t)w.slot[i * 8 + row])[col]; };
+    const int a = lane / 4, b = 2 * (lane % 4);
+    r[i] = trans ? (el(b, a) | el(b + 1, a) << 16) : (el(a, b) | el(a, b + 1) << 16);
+  }
+  w.bar.arrive_and_wait();
+  r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
+inline void ldsm_x4(const void* addr, u32& r0, u32& r1, u32& r2, u32& r3) { emu_ldsm(addr, r0, r1, r2, r3, false); }
+inline void ldsm_x4_t(const void* addr, u32& r0, u32& r1, u32& r2, u32& r3) { emu_ldsm(addr, r0, r1, r2, r3, true); }
+template <int KT> inline float emu_half(u32 w, int hi) {
+  const u16 h = (u16)(hi ? w >> 16 : w & 0xffffu);
+  return KT == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+template <int KT> inline void mma16816(float* d, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  u32 A01[32][2], A23[32][2], B[32][2];
+  emu_exchange(a0, a1, A01);
+  emu_exchange(a2, a3, A23);
+  emu_exchange(b0, b1, B);
+  // A(r, k): lane (r%8)·4 + (k%8)/2; a0 rows < 8, k < 8; a1 rows ≥ 8; a2, a3 the same for k ≥ 8.
+  auto A = [&](int r, int k) {
+    const int l = (r % 8) * 4 + (k % 8) / 2;
+    const u32 word = k < 8 ? A01[l][r >= 8] : A23[l][r >= 8];
+    return emu_half<KT>(word, k & 1);
+  };
+  // B(k, n): lane n·4 + (k%8)/2; b0 for k < 8, b1 for k ≥ 8.
+  auto Bv = [&](int k, int n) { return emu_half<KT>(B[n * 4 + (k % 8) / 2][k >= 8], k & 1); };
+  const int lane = threadIdx.x & 31, gq = lane / 4, tq = lane % 4;
+  for (int e = 0; e < 4; e++) {
+    const int r = gq + 8 * (e >> 1), n = 2 * tq + (e & 1);
+    float acc = d[e];
+    for (int k = 0; k < 16; k++) acc += A(r, k) * Bv(k, n);
+    d[e] = acc;
+  }
+}
 
 // Runs kernel() over a grid of blocks (x, y, z) of nt threads, the blocks
 // in the order given by a permutation seeded by seed (0: in index order), so
