@@ -57,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(PF_THREADS) attn_prefill(
     const int* __restrict__ tiles, const int* __restrict__ tokTab, const int* __restrict__ pos, const int* __restrict__ tabs,
     int kvh, float scale) {
   // Stage s: K at smem + 2s·PF_TILE, V right after it.
-  extern __shared__ __align__(16) u16 smem[];
+  EXTERN_SMEM(u16, smem);
 
   // Grid (KV heads, tiles), tiles last first: blocks start in order of
   // blockIdx with x fastest, so the longest tiles (the most keys, at the end

@@ -265,3 +265,108 @@ func TestKVDTypeFromEnv(t *testing.T) {
 		t.Error("defines")
 	}
 }
+
+// TestAttnPrefillEmulated runs kernels/prefill.cu's tensor-core prefill
+// attention under the CPU emulation (testdata/emu/prefill_main.cpp, head dim
+// 64, 4 query heads per KV head, bf16 cache) over two sequences in one
+// batch, one from position 0 and one after 150 cached positions, with
+// scrambled block tables, against a float64 causal reference over the
+// cache's own elements. The kernel is verified on the GPU (TestAttention),
+// so this checks the emulation's ldmatrix and mma.sync, which
+// attn_decode_tc's emulated test relies on, as much as the kernel.
+func TestAttnPrefillEmulated(t *testing.T) {
+	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
+		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
+	}
+	bin := emuBinary(t, "prefill", "testdata/emu/prefill_main.cpp", "../../../kernels/prefill.cu")
+	r := newRand(t)
+	const hd, g, kvh, pool = 64, 4, 2, 8
+	heads := kvh * g
+	perm := r.Perm(pool)
+	// Sequence 0: blocks perm[0:2], tokens at positions 0…99; sequence 1:
+	// blocks perm[2:5], tokens at positions 150…186.
+	tabs := []int32{int32(perm[0]), int32(perm[1]), int32(perm[2]), int32(perm[3]), int32(perm[4])}
+	var pos, tokTab []int32
+	for p := 0; p < 100; p++ {
+		pos, tokTab = append(pos, int32(p)), append(tokTab, 0)
+	}
+	for p := 150; p < 187; p++ {
+		pos, tokTab = append(pos, int32(p)), append(tokTab, 2)
+	}
+	T := len(pos)
+	// Tiles as attnMetadata makes them: runs of one sequence, 64/G tokens at most.
+	var tiles []int32
+	for i := 0; i < T; {
+		e := i + 1
+		for e < T && tokTab[e] == tokTab[i] && e-i < 64/g {
+			e++
+		}
+		tiles = append(tiles, int32(i), int32(e-i))
+		i = e
+	}
+	q := make([]float32, T*heads*hd)
+	for i := range q {
+		q[i] = float32(r.NormFloat64())
+	}
+	n := pool * kvh * 64 * hd
+	kf, vf := make([]float32, n), make([]float32, n)
+	for i := range kf {
+		kf[i] = float32(r.NormFloat64())
+		vf[i] = float32(r.NormFloat64()*2 + 0.5)
+	}
+	scale := float32(1 / math.Sqrt(hd))
+	var in bytes.Buffer
+	binary.Write(&in, binary.LittleEndian, []int32{kvh, int32(T), pool, int32(len(tabs)), int32(len(tiles) / 2)})
+	binary.Write(&in, binary.LittleEndian, pos)
+	binary.Write(&in, binary.LittleEndian, tokTab)
+	binary.Write(&in, binary.LittleEndian, tabs)
+	binary.Write(&in, binary.LittleEndian, tiles)
+	binary.Write(&in, binary.LittleEndian, q)
+	binary.Write(&in, binary.LittleEndian, scale)
+	binary.Write(&in, binary.LittleEndian, kf)
+	binary.Write(&in, binary.LittleEndian, vf)
+	cmd := exec.Command(bin)
+	cmd.Stdin = &in
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("emulated kernel: %v: %s", err, stderr.Bytes())
+	}
+	got := make([]float32, T*heads*hd)
+	if err := binary.Read(&stdout, binary.LittleEndian, got); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, T*heads*hd)
+	for ti := 0; ti < T; ti++ {
+		L := int(pos[ti]) + 1
+		for hh := 0; hh < heads; hh++ {
+			h := hh / g
+			qr := q[(ti*heads+hh)*hd:][:hd]
+			row := func(p int) int { return ((int(tabs[int(tokTab[ti])+p/64])*kvh+h)*64 + p%64) * hd }
+			s := make([]float64, L)
+			mx := math.Inf(-1)
+			for p := 0; p < L; p++ {
+				var d float64
+				for i := range qr {
+					d += float64(qr[i]) * float64(bf16Float(bf16Bits(kf[row(p)+i])))
+				}
+				s[p] = d * float64(scale)
+				mx = math.Max(mx, s[p])
+			}
+			var sum float64
+			acc := make([]float64, hd)
+			for p := 0; p < L; p++ {
+				w := math.Exp(s[p] - mx)
+				sum += w
+				for i := range acc {
+					acc[i] += w * float64(bf16Float(bf16Bits(vf[row(p)+i])))
+				}
+			}
+			for i := range acc {
+				want[(ti*heads+hh)*hd+i] = float32(acc[i] / sum)
+			}
+		}
+	}
+	// Q and P are rounded to bf16 for the tensor cores.
+	compare(t, "attn_prefill", got, want, tcTolBF16)
+}
