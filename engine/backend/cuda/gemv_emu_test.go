@@ -26,6 +26,7 @@ func TestGemvWideEmulated(t *testing.T) {
 		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
 	}
 	bin := emuBinary(t, "gemv", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu")
+	variant := emuBinary(t, "gemv-rw1-u8", "testdata/emu/gemv_variant_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu")
 	r := newRand(t)
 	for _, c := range []struct {
 		mode, norm, n int
@@ -41,13 +42,15 @@ func TestGemvWideEmulated(t *testing.T) {
 		for _, s := range []struct{ T, I, S int }{{1, 2056, 3}, {1, 1024, 4}, {3, 2056, 2}} {
 			R := [4]int{1, 2, 4, 8}[gemvIndex(s.T)]
 			t.Run(fmt.Sprintf("m%d_n%d_T%d_I%d_S%d", c.mode, c.norm, s.T, s.I, s.S), func(t *testing.T) {
-				gemvWideCase(t, bin, r, c.mode, c.norm, c.n, c.O, R, s.T, s.I, s.S)
+				gemvWideCase(t, bin, variant, r, c.mode, c.norm, c.n, c.O, R, s.T, s.I, s.S)
 			})
 		}
 	}
 }
 
-func gemvWideCase(t *testing.T, bin string, r *rand.Rand, mode, norm, n int, O [3]int, R, T, I, S int) {
+// gemvWideCase runs one case through bin and checks it, then through
+// variant (GF_RW=1 GF_U=8), whose output must be byte-identical.
+func gemvWideCase(t *testing.T, bin, variant string, r *rand.Rand, mode, norm, n int, O [3]int, R, T, I, S int) {
 	x := make([]float32, T*I)
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
@@ -76,13 +79,26 @@ func gemvWideCase(t *testing.T, bin string, r *rand.Rand, mode, norm, n int, O [
 		binary.Write(&in, binary.LittleEndian, wj)
 	}
 	binary.Write(&in, binary.LittleEndian, aux)
-	cmd := exec.Command(bin)
-	cmd.Stdin = &in
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("emulated kernel: %v: %s", err, stderr.Bytes())
+	input := in.Bytes()
+	runBin := func(b string) []byte {
+		cmd := exec.Command(b)
+		cmd.Stdin = bytes.NewReader(input)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("emulated kernel %s: %v: %s", b, err, stderr.Bytes())
+		}
+		return stdout.Bytes()
 	}
+	outBytes := runBin(bin)
+	if v := runBin(variant); !bytes.Equal(v, outBytes) {
+		i := 0
+		for i < len(v) && i < len(outBytes) && v[i] == outBytes[i] {
+			i++
+		}
+		t.Errorf("GF_RW=1 GF_U=8: output differs from the default's at byte %d of %d", i, len(outBytes))
+	}
+	stdout := bytes.NewBuffer(outBytes)
 
 	// float64 reference.
 	inv := make([]float64, T)
@@ -144,7 +160,7 @@ func gemvWideCase(t *testing.T, bin string, r *rand.Rand, mode, norm, n int, O [
 	}
 	read := func(k int) []float32 {
 		v := make([]float32, k)
-		if err := binary.Read(&stdout, binary.LittleEndian, v); err != nil {
+		if err := binary.Read(stdout, binary.LittleEndian, v); err != nil {
 			t.Fatal(err)
 		}
 		return v
@@ -157,7 +173,7 @@ func gemvWideCase(t *testing.T, bin string, r *rand.Rand, mode, norm, n int, O [
 		}
 		h, a, s := read(T*I), read(T*O[0]), read(T*O[0])
 		cnt := make([]int32, groups)
-		if err := binary.Read(&stdout, binary.LittleEndian, cnt); err != nil {
+		if err := binary.Read(stdout, binary.LittleEndian, cnt); err != nil {
 			t.Fatal(err)
 		}
 		name := [3]string{"plain", "wide", "wide-shuffled"}[pass]

@@ -1,6 +1,6 @@
 // Runs kernels/gemv.cu's fused decode products (gemvf, and its split-K
 // form) under the CPU emulation (emu.h, prelude_emu.h), for
-// gemv_emu_test.go. stdin (int32 little-endian): mode, norm, R, T, I, S, n,
+// gemv_emu_test.go; gemv_variant_main.cpp builds it with other GF_RW, GF_U. stdin (int32 little-endian): mode, norm, R, T, I, S, n,
 // O0, O1, O2; then x [T·I] f32, nw [I] f32, the n weights [O_j·I] bf16
 // (padded to an even count), aux [T·O0] f32. stdout, for each of three runs
 // (plain; split into S slices with blocks in index order; the same with
@@ -50,21 +50,26 @@ int main() {
   }
   readn(aux0.data(), 4 * aux0.size());
   const float nan = __uint_as_float(0x7fc00000u);
-  int nb[3] = {0, 0, 0}, total = 0;
+  // Row groups: the split-K kernels keep two outputs per warp, the plain
+  // ones GF_RW (SwiGLU one, gate and up).
+  int nbw[3] = {0, 0, 0}, nbp[3] = {0, 0, 0}, totalWide = 0, totalPlain = 0;
   for (int j = 0; j < n; j++) {
-    nb[j] = (O[j] + (mode == GF_SWIGLU ? GW_WARPS : GW_BLOCK_ROWS) - 1) / (mode == GF_SWIGLU ? GW_WARPS : GW_BLOCK_ROWS);
-    total += nb[j];
+    const int rw = mode == GF_SWIGLU ? GW_WARPS : GW_BLOCK_ROWS, rp = mode == GF_SWIGLU ? GW_WARPS : GW_WARPS * GF_RW;
+    nbw[j] = (O[j] + rw - 1) / rw, nbp[j] = (O[j] + rp - 1) / rp;
+    totalWide += nbw[j], totalPlain += nbp[j];
   }
-  if (mode == GF_SWIGLU) total = nb[0];
+  if (mode == GF_SWIGLU) totalWide = nbw[0], totalPlain = nbp[0];
   for (int pass = 0; pass < 3; pass++) {
     const int wide = pass > 0;
+    const int* nb = wide ? nbw : nbp;
+    const int total = wide ? totalWide : totalPlain;
     std::vector<std::vector<float>> out(n);
     for (int j = 0; j < n; j++) out[j].assign((size_t)T * O[j], nan);
     std::vector<float> h((size_t)T * I, nan), aux = aux0, sum((size_t)T * O[0], nan);
     if (mode == GF_SWIGLU) aux.assign(aux.size(), nan);
     // Partial sums left by earlier launches of other sizes: the parts
     // region starts dirty, the counters clean (as the backend's scratch).
-    std::vector<float> part(GF_CNT_MAX + (size_t)total * S * GF_SLOT(8), 0.f);
+    std::vector<float> part(GF_CNT_MAX + (size_t)totalWide * S * GF_SLOT(8), 0.f);
     for (size_t i = GF_CNT_MAX; i < part.size(); i++) part[i] = 1e30f;
     GemvP p{};
     p.out0 = out[0].data();
@@ -94,7 +99,7 @@ int main() {
     fwrite(h.data(), 4, h.size(), stdout);
     fwrite(aux.data(), 4, aux.size(), stdout);
     fwrite(sum.data(), 4, sum.size(), stdout);
-    fwrite(part.data(), 4, total, stdout);  // the counters (ints)
+    fwrite(part.data(), 4, totalWide, stdout);  // the counters (ints)
   }
   return 0;
 }
