@@ -305,6 +305,9 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_U
 #define GF_U 4
 #endif
+#ifndef GF_UR
+#define GF_UR GF_U  // GF_U of the residual products (o_proj, down) alone
+#endif
 #ifndef GF_RW
 #define GF_RW 2
 #endif
@@ -465,9 +468,10 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     wr0 = w + (long)min(o0, O - 1) * I;
     wr1 = w + (long)min(o0 + RW - 1, O - 1) * I;
   }
-  uint4 wv[GF_U][2];
+  constexpr int U = MODE == GF_RESID ? GF_UR : GF_U;
+  uint4 wv[U][2];
 #pragma unroll
-  for (int u = 0; u < GF_U; u++) {
+  for (int u = 0; u < U; u++) {
     const int i = k0 + lane * 8 + u * 256;
     if (i < k1) {
       wv[u][0] = ld_stream(wr0 + i);
@@ -483,7 +487,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
   }
   for (int i0 = k0 + lane * 8;;) {
 #pragma unroll
-    for (int u = 0; u < GF_U; u++) {
+    for (int u = 0; u < U; u++) {
       const int i = i0 + u * 256;
       if (i < k1) {
         float wf0[8], wf1[8], g[8];
@@ -516,10 +520,10 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
         }
       }
     }
-    i0 += 256 * GF_U;
+    i0 += 256 * U;
     if (i0 >= k1) break;
 #pragma unroll
-    for (int u = 0; u < GF_U; u++) {
+    for (int u = 0; u < U; u++) {
       const int i = i0 + u * 256;
       if (i < k1) {
         wv[u][0] = ld_stream(wr0 + i);

@@ -49,7 +49,7 @@ func TestGemvWideEmulated(t *testing.T) {
 }
 
 // gemvWideCase runs one case through bin and checks it, then through
-// variant (GF_RW=1 GF_U=8), whose output must be byte-identical.
+// variant (GF_RW=1 GF_U=8 GF_UR=16), whose output must be byte-identical.
 func gemvWideCase(t *testing.T, bin, variant string, r *rand.Rand, mode, norm, n int, O [3]int, R, T, I, S int) {
 	x := make([]float32, T*I)
 	for i := range x {
@@ -96,7 +96,7 @@ func gemvWideCase(t *testing.T, bin, variant string, r *rand.Rand, mode, norm, n
 		for i < len(v) && i < len(outBytes) && v[i] == outBytes[i] {
 			i++
 		}
-		t.Errorf("GF_RW=1 GF_U=8: output differs from the default's at byte %d of %d", i, len(outBytes))
+		t.Errorf("GF_RW=1 GF_U=8 GF_UR=16: output differs from the default's at byte %d of %d", i, len(outBytes))
 	}
 	stdout := bytes.NewBuffer(outBytes)
 

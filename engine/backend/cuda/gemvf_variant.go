@@ -8,7 +8,8 @@ import (
 
 // The fused decode products (gemvf, kernels/gemv.cu) compile with two
 // tunables: GF_U, the 16-byte loads each lane keeps in flight per weight
-// row (1…8, default 4), and GF_RW, the outputs per warp of the products
+// row (1…16, default 4; GF_UR sets it for the residual products o_proj and
+// down alone), and GF_RW, the outputs per warp of the products
 // other than SwiGLU (1 or 2, default 2; with 1 twice as many warps stream
 // o_proj and down, whose 256 blocks of 2 outputs per warp leave an H200 at
 // 24% occupancy, run 10). Neither changes a result: every lane adds its
@@ -17,7 +18,7 @@ import (
 
 // benchGemvfVariants are the variants the bench measures beside the default
 // (and TestKernelsCompile compiles).
-var benchGemvfVariants = []string{"GF_RW=1", "GF_U=8", "GF_RW=1 GF_U=8", "GF_U=2", "GF_RW=1 GF_U=6"}
+var benchGemvfVariants = []string{"GF_RW=1", "GF_U=8", "GF_RW=1 GF_U=8", "GF_U=2", "GF_RW=1 GF_UR=16", "GF_UR=8"}
 
 // gemvfVariant is a parsed INFERNIX_CUDA_GEMVF.
 type gemvfVariant struct {
@@ -29,7 +30,7 @@ type gemvfVariant struct {
 // string is the default variant.
 func parseGemvfVariant(s string) (gemvfVariant, error) {
 	v := gemvfVariant{rw: 2}
-	u := 0
+	u, ur := 0, 0
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
 		name, val, ok := strings.Cut(f, "=")
 		n, err := strconv.Atoi(val)
@@ -39,10 +40,12 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 		switch {
 		case name == "GF_RW" && (n == 1 || n == 2):
 			v.rw = n
-		case name == "GF_U" && n >= 1 && n <= 8:
+		case name == "GF_U" && n >= 1 && n <= 16:
 			u = n
+		case name == "GF_UR" && n >= 1 && n <= 16:
+			ur = n
 		default:
-			return gemvfVariant{rw: 2}, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U 1 to 8", f)
+			return gemvfVariant{rw: 2}, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16", f)
 		}
 	}
 	if v.rw != 2 {
@@ -50,6 +53,13 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 	}
 	if u != 0 && u != 4 {
 		v.defs = append(v.defs, fmt.Sprintf("GF_U=%d", u))
+	}
+	eff := u // GF_UR defaults to GF_U, which defaults to 4
+	if eff == 0 {
+		eff = 4
+	}
+	if ur != 0 && ur != eff {
+		v.defs = append(v.defs, fmt.Sprintf("GF_UR=%d", ur))
 	}
 	return v, nil
 }

@@ -19,7 +19,11 @@ func TestParseGemvfVariant(t *testing.T) {
 		{in: "GF_U=8,GF_RW=1", defs: []string{"GF_RW=1", "GF_U=8"}, rw: 1, name: "rw1_u8"},
 		{in: " GF_U=2 ", defs: []string{"GF_U=2"}, rw: 2, name: "u2"},
 		{in: "GF_RW=3", rw: 2, bad: true},
-		{in: "GF_U=9", rw: 2, bad: true},
+		{in: "GF_U=17", rw: 2, bad: true},
+		{in: "GF_RW=1 GF_UR=16", defs: []string{"GF_RW=1", "GF_UR=16"}, rw: 1, name: "rw1_ur16"},
+		{in: "GF_U=8 GF_UR=8", defs: []string{"GF_U=8"}, rw: 2, name: "u8"},
+		{in: "GF_UR=4", rw: 2, name: "default"},
+		{in: "GF_U=2 GF_UR=4", defs: []string{"GF_U=2", "GF_UR=4"}, rw: 2, name: "u2_ur4"},
 		{in: "GF_U", rw: 2, bad: true},
 		{in: "GW_WARPS=4", rw: 2, bad: true},
 	}
