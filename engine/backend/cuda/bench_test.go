@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,12 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}
 	res := map[string]any{"model": filepath.Base(dir), "device": b.Name(), "commit": os.Getenv("INFERNIX_COMMIT"),
 		"date": time.Now().UTC().Format(time.RFC3339)}
+	// INFERNIX_BENCH_LAYERS=N keeps the first N layers: per-layer figures
+	// (the grouped MoE ablation) with a fraction of the random weights.
+	if n, err := strconv.Atoi(os.Getenv("INFERNIX_BENCH_LAYERS")); err == nil && n > 0 && n < cfg.NumHiddenLayers {
+		cfg.NumHiddenLayers = n
+		res["layers"] = n
+	}
 
 	// Copy bandwidth: the decode roofline's denominator.
 	runtime.LockOSThread()
