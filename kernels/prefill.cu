@@ -7,10 +7,10 @@
 // an f16 cache, Q (saturated to ±65504 like the cache) and P (in [0, 1]) keep
 // 3 more mantissa bits than with bf16.
 //
-// A block (4 warps) takes one tile of QT = 64 / G consecutive tokens of one
-// sequence and one KV head: its 64 rows are (token, head-in-group) pairs, row
-// r = token·G + g, so the K/V tiles it streams from the paged cache serve all
-// G heads. One cache block (64 positions) is one K/V tile; tiles are double
+// A block (4 warps; 8 with -DPF_ROWS=128) takes one tile of QT = PF_ROWS / G
+// consecutive tokens of one sequence and one KV head: its rows are
+// (token, head-in-group) pairs, row r = token·G + g, so the K/V tiles it
+// streams from the paged cache serve all G heads. One cache block (64 positions) is one K/V tile; tiles are double
 // buffered in shared memory with cp.async. Online softmax in registers.
 //
 // Metadata: tiles[2i] = first token of tile i, tiles[2i+1] = its token count;
@@ -29,9 +29,11 @@
 #define pack_kv pack_kt<KVDT>
 #define mma_kv mma16816<KVDT>
 
-#define PF_ROWS 64
+#ifndef PF_ROWS
+#define PF_ROWS 64  // rows of a tile: 64 (4 warps) or 128 (8 warps; INFERNIX_CUDA_PREFILL_ROWS)
+#endif
 #define PF_QT (PF_ROWS / G)
-#define PF_THREADS 128
+#define PF_THREADS (PF_ROWS * 2)  // a warp per 16 rows
 #define PF_LD (HD + 8)  // padded row (elements): rows land 4 banks apart
 #define PF_TILE (64 * PF_LD)
 

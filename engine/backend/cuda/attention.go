@@ -149,8 +149,14 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 	usePrefill := ak.prefill != nil && T >= b.prefillMinT() && b.attnMode != "split" && T <= 65535
 
 	qt := 0
+	prefillK, prefillNT := ak.prefill, uint32(128)
 	if usePrefill {
-		qt = 64 / G
+		if b.prefillRows == 128 {
+			if k := b.prefillRows128(ak); k != nil {
+				prefillK, prefillNT = k, 256
+			}
+		}
+		qt = int(prefillNT) / 2 / G // PF_ROWS / G
 	}
 	m := b.attnMetadata(ab, c.spec, qt)
 	if m == nil {
@@ -204,7 +210,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 	}
 	if usePrefill {
 		// Grid (KV heads, tiles): kernels/prefill.cu starts the longest tiles first.
-		b.launch(ak.prefill, uint32(kvh), uint32(m.nTiles), 1, 128, 1, uint32(ak.prefillSmem),
+		b.launch(prefillK, uint32(kvh), uint32(m.nTiles), 1, prefillNT, 1, uint32(ak.prefillSmem),
 			ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(m.tiles), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), f32(scale))
 		return
 	}

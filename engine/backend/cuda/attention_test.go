@@ -19,22 +19,23 @@ import (
 // deep3 (attn_decode_deep, attn_decode_deep3: INFERNIX_CUDA_ATTN_DEEP) and
 // deep-blocks8 (the deep kernel with multi-tile splits and the merge), tc
 // and tc-blocks8 (attn_decode_tc, the tensor cores: INFERNIX_CUDA_DECODE_ATTN=tc,
+// prefill128 (the tensor-core prefill with 128-row tiles),
 // the default kernel where the head dim has none); the f16-* modes are the
 // same kernels over an f16 KV cache (INFERNIX_CUDA_KV).
 func TestAttention(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
-	defer func(m string, p, blk int, old bool, deep int, dt kvDType, tc bool) {
-		b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC = m, p, blk, old, deep, dt, tc
-	}(b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC)
+	defer func(m string, p, blk int, old bool, deep int, dt kvDType, tc bool, rows int) {
+		b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC, b.prefillRows = m, p, blk, old, deep, dt, tc, rows
+	}(b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC, b.prefillRows)
 	for _, c := range []struct{ kvh, G, hd, long int }{
 		{2, 4, 128, 1200}, {1, 8, 64, 300}, {4, 1, 64, 300}, {2, 2, 16, 300}, {2, 2, 256, 300}, {1, 16, 128, 300}, {2, 4, 32, 130},
 		{1, 4, 40, 200}, {1, 3, 128, 150},
 	} {
-		for _, mode := range []string{"split", "blocks8", "old", "prefill", "deep", "deep3", "deep-blocks8", "tc", "tc-blocks8",
-			"f16-split", "f16-blocks8", "f16-old", "f16-prefill", "f16-deep-blocks8", "f16-tc", "f16-tc-blocks8"} {
+		for _, mode := range []string{"split", "blocks8", "old", "prefill", "prefill128", "deep", "deep3", "deep-blocks8", "tc", "tc-blocks8",
+			"f16-split", "f16-blocks8", "f16-old", "f16-prefill", "f16-prefill128", "f16-deep-blocks8", "f16-tc", "f16-tc-blocks8"} {
 			t.Run(fmt.Sprintf("kvh%d_g%d_hd%d_%s", c.kvh, c.G, c.hd, mode), func(t *testing.T) {
-				b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC = "split", 0, 0, false, 0, kvBF16, false
+				b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC, b.prefillRows = "split", 0, 0, false, 0, kvBF16, false, 64
 				if m, ok := strings.CutPrefix(mode, "f16-"); ok {
 					mode, b.kvDT = m, kvF16
 				}
@@ -55,6 +56,8 @@ func TestAttention(t *testing.T) {
 					b.attnOld = true
 				case "prefill":
 					b.attnMode, b.prefillMin = "", 2 // the tensor-core kernel for every batch of ≥ 2 tokens
+				case "prefill128":
+					b.attnMode, b.prefillMin, b.prefillRows = "", 2, 128
 				}
 				heads := c.kvh * c.G
 				spec := backend.KVSpec{Layers: 2, Blocks: 48, KVHeads: c.kvh, HeadDim: c.hd}

@@ -268,8 +268,9 @@ func TestKVDTypeFromEnv(t *testing.T) {
 
 // TestAttnPrefillEmulated runs kernels/prefill.cu's tensor-core prefill
 // attention under the CPU emulation (testdata/emu/prefill_main.cpp, head dim
-// 64, 4 query heads per KV head, bf16 cache) over two sequences in one
-// batch, one from position 0 and one after 150 cached positions, with
+// 64, 4 query heads per KV head, bf16 cache; tiles of 64 and of 128 rows)
+// over two sequences in one batch, one from position 0 and one after 150
+// cached positions, with
 // scrambled block tables, against a float64 causal reference over the
 // cache's own elements. The kernel is verified on the GPU (TestAttention),
 // so this checks the emulation's ldmatrix and mma.sync, which
@@ -278,7 +279,19 @@ func TestAttnPrefillEmulated(t *testing.T) {
 	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
 		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
 	}
-	bin := emuBinary(t, "prefill", "testdata/emu/prefill_main.cpp", "../../../kernels/prefill.cu")
+	for _, rows := range []int{64, 128} {
+		t.Run(fmt.Sprintf("rows%d", rows), func(t *testing.T) {
+			main := "testdata/emu/prefill_main.cpp"
+			if rows == 128 {
+				main = "testdata/emu/prefill128_main.cpp"
+			}
+			bin := emuBinary(t, fmt.Sprintf("prefill%d", rows), main, "testdata/emu/prefill_main.cpp", "../../../kernels/prefill.cu")
+			attnPrefillEmulatedCase(t, bin, rows)
+		})
+	}
+}
+
+func attnPrefillEmulatedCase(t *testing.T, bin string, rows int) {
 	r := newRand(t)
 	const hd, g, kvh, pool = 64, 4, 2, 8
 	heads := kvh * g
@@ -294,11 +307,11 @@ func TestAttnPrefillEmulated(t *testing.T) {
 		pos, tokTab = append(pos, int32(p)), append(tokTab, 2)
 	}
 	T := len(pos)
-	// Tiles as attnMetadata makes them: runs of one sequence, 64/G tokens at most.
+	// Tiles as attnMetadata makes them: runs of one sequence, rows/G tokens at most.
 	var tiles []int32
 	for i := 0; i < T; {
 		e := i + 1
-		for e < T && tokTab[e] == tokTab[i] && e-i < 64/g {
+		for e < T && tokTab[e] == tokTab[i] && e-i < rows/g {
 			e++
 		}
 		tiles = append(tiles, int32(i), int32(e-i))

@@ -80,6 +80,7 @@ type Backend struct {
 	pdlRefused  bool         // the driver refused a PDL launch: plain launches only
 	attnOld     bool         // decode attention through attn_split + attn_combine
 	attnTC      bool         // decode attention through attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc)
+	prefillRows int          // rows of a tensor-core prefill tile: 64, or 128 (INFERNIX_CUDA_PREFILL_ROWS)
 	attnBlocks  int          // blocks one decode-attention launch aims at (0: 2 per SM)
 	gemvWide    int          // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
 	gemvf       gemvfVariant // the fused products' compile-time tunables (gemvf_variant.go)
@@ -216,6 +217,10 @@ func New(opt Options) (*Backend, error) {
 	b.pdl = b.pdlOK && os.Getenv("INFERNIX_CUDA_PDL") == "1"
 	b.attnOld = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "old"
 	b.attnTC = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "tc"
+	b.prefillRows = 64
+	if os.Getenv("INFERNIX_CUDA_PREFILL_ROWS") == "128" {
+		b.prefillRows = 128
+	}
 	// Off by default until it has run on a GPU (issue 6).
 	b.moeGrouped = os.Getenv("INFERNIX_CUDA_MOE_GROUPED") == "1"
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)

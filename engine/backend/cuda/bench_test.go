@@ -206,6 +206,16 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		pf = append(pf, forward(lane0, []int{0}, 4096))
 	}
 	res["prefill_4096_tok_s"] = 4096 / median(pf).Seconds()
+	// With 128-row prefill attention tiles (INFERNIX_CUDA_PREFILL_ROWS=128).
+	rows := b.prefillRows
+	b.prefillRows = 128
+	forward(lane0, []int{0}, 4096) // compiles the kernel
+	pf = pf[:0]
+	for i := 0; i < 3; i++ {
+		pf = append(pf, forward(lane0, []int{0}, 4096))
+	}
+	b.prefillRows = rows
+	res["prefill_4096_rows128_tok_s"] = 4096 / median(pf).Seconds()
 	// The same without the norms' and SwiGLU's bf16 copies (shadowBF16).
 	b.noShadow = true
 	pf = pf[:0]

@@ -56,8 +56,10 @@ type attnKernels struct {
 	decodeTC              *kernel // attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): head dims that are multiples of 16 up to 128
 	deepSmem, deep3Smem   int
 	deepPerSM, deep3PerSM int
-	prep                  *kernel // QK-norm + RoPE + KV store
-	prefill               *kernel // nil where the tensor-core kernel does not apply
+	prep                  *kernel  // QK-norm + RoPE + KV store
+	prefill               *kernel  // nil where the tensor-core kernel does not apply
+	prefill128            *kernel  // the same with 128-row tiles (INFERNIX_CUDA_PREFILL_ROWS=128; prefillRows128 compiles it)
+	defs                  []string // the modules' defines (prefillRows128)
 	prefillSmem           int
 }
 
@@ -279,10 +281,33 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 			if err := b.drv.FuncSetAttribute(a.prefill.fn, driver.FuncAttrMaxDynamicShared, a.prefillSmem); err != nil {
 				return nil, err
 			}
+			a.defs = defs
 		}
 	}
 	b.attn[key] = a
 	return a, nil
+}
+
+// prefillRows128 returns a's prefill kernel with 128-row tiles, compiling
+// it on first use; nil where the tensor-core prefill does not apply.
+func (b *Backend) prefillRows128(a *attnKernels) *kernel {
+	if a.prefill128 != nil || a.prefill == nil {
+		return a.prefill128
+	}
+	b.needEager()
+	b.pin()
+	defer b.unpin()
+	var k *kernel
+	if err := b.load("prefill.cu", append(a.defs[:len(a.defs):len(a.defs)], "PF_ROWS=128"), map[string]**kernel{"attn_prefill": &k}); err != nil {
+		b.fail(err)
+		return nil
+	}
+	if err := b.drv.FuncSetAttribute(k.fn, driver.FuncAttrMaxDynamicShared, a.prefillSmem); err != nil {
+		b.fail(err)
+		return nil
+	}
+	a.prefill128 = k
+	return k
 }
 
 // blocksPerSM is how many blocks of threads threads, regs registers each

@@ -53,6 +53,9 @@ func TestKernelsCompile(t *testing.T) {
 			}
 			if m == "attention.cu" {
 				jobs = append(jobs, job{m, []string{"HD=256", "G=8", kvF16.define()}}, job{m, []string{"HD=40", "G=4", kvF16.define()}})
+			} else { // 128-row tiles (INFERNIX_CUDA_PREFILL_ROWS=128)
+				jobs = append(jobs, job{m, []string{"HD=128", "G=4", "PF_ROWS=128"}}, job{m, []string{"HD=64", "G=16", "PF_ROWS=128"}},
+					job{m, []string{"HD=128", "G=2", kvF16.define(), "PF_ROWS=128"}})
 			}
 		case "gemv.cu":
 			jobs = append(jobs, job{m, nil})
