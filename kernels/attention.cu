@@ -264,16 +264,23 @@ extern "C" __global__ void attn_combine(float* __restrict__ out, const float* __
 // Where 16-byte column c of tile row r sits within the row.
 template <int SWZ> __device__ __forceinline__ int kv_col(int r, int c) { return SWZ ? (c ^ (r & 7)) : c; }
 
-template <int NTD, int SWZ>
+// Copies the K and V rows of positions [p0, min(p0 + TP, end)) into stage
+// st; ZERO also zeroes the V rows past end (attn_decode_tc multiplies them
+// by P = 0, and 0 · a stale non-finite value is not 0).
+template <int NTD, int SWZ, bool ZERO = false>
 __device__ __forceinline__ void decode_load(u16* st, const u16* __restrict__ kc, const u16* __restrict__ vc, const int* tab,
                                             int p0, int end, int kvh, int h) {
   constexpr int LD = SWZ ? HD : KV_LD;
   const int rows = min(TP, end - p0);
   const long base = ((long)tab[p0 >> 6] * kvh + h) * 64 * HD;  // p0 is a multiple of 64
-  for (int c = threadIdx.x; c < rows * DG; c += NTD) {
+  for (int c = threadIdx.x; c < (ZERO ? TP : rows) * DG; c += NTD) {
     const int row = c / DG, cg = c % DG, col = kv_col<SWZ>(row, cg) * 8;
-    cp_async16(smem_addr(st + row * LD + col), kc + base + (long)row * HD + cg * 8);
-    cp_async16(smem_addr(st + TP * LD + row * LD + col), vc + base + (long)row * HD + cg * 8);
+    if (!ZERO || row < rows) {
+      cp_async16(smem_addr(st + row * LD + col), kc + base + (long)row * HD + cg * 8);
+      cp_async16(smem_addr(st + TP * LD + row * LD + col), vc + base + (long)row * HD + cg * 8);
+    } else {
+      *(uint4*)(st + TP * LD + row * LD + col) = make_uint4(0, 0, 0, 0);
+    }
   }
 }
 
@@ -552,23 +559,6 @@ extern "C" __global__ void __launch_bounds__(DNT_DEEP) attn_decode_deep3(ATTN_DE
 #if HD % 16 == 0 && HD <= 128 && G <= 16
 #define TCW (NT / 32)
 template <int KT>
-__device__ __forceinline__ void decode_load_tc(u16* st, const u16* __restrict__ kc, const u16* __restrict__ vc, const int* tab,
-                                               int p0, int end, int kvh, int h) {
-  const int rows = min(TP, end - p0);
-  const long base = ((long)tab[p0 >> 6] * kvh + h) * 64 * HD;  // p0 is a multiple of 64
-  for (int c = threadIdx.x; c < TP * DG; c += NT) {
-    const int row = c / DG, col = (c % DG) * 8;
-    if (row < rows) {
-      cp_async16(smem_addr(st + row * KV_LD + col), kc + base + (long)row * HD + col);
-      cp_async16(smem_addr(st + (TP + row) * KV_LD + col), vc + base + (long)row * HD + col);
-    } else {
-      // Masked positions get P = 0 exactly; their V must be finite too.
-      *(uint4*)(st + (TP + row) * KV_LD + col) = make_uint4(0, 0, 0, 0);
-    }
-  }
-}
-
-template <int KT>
 __device__ __forceinline__ void attn_decode_tc_impl(const u16* __restrict__ kc, const u16* __restrict__ vc, const float* __restrict__ q,
                                                     float* out, float* part, int* cnt, const int* __restrict__ tokTab,
                                                     const int* __restrict__ pos, const int* __restrict__ tabs, int kvh, float scale,
@@ -590,7 +580,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* __restrict__ kc, 
   const int* tab = tabs + tokTab[t];
 #pragma unroll
   for (int i = 0; i < DSTAGES - 1; i++) {
-    if (i < ntiles) decode_load_tc<KT>(kvs + i * STG, kc, vc, tab, start + i * TP, end, kvh, h);
+    if (i < ntiles) decode_load<NT, 0, true>(kvs + i * STG, kc, vc, tab, start + i * TP, end, kvh, h);
     cp_async_commit();
   }
   // Q fragments: rows gq and gq + 8 are heads h·G + row (zero past G).
@@ -619,7 +609,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* __restrict__ kc, 
 
   for (int it = 0; it < ntiles; it++) {
     if (it + DSTAGES - 1 < ntiles)
-      decode_load_tc<KT>(kvs + ((it + DSTAGES - 1) % DSTAGES) * STG, kc, vc, tab, start + (it + DSTAGES - 1) * TP, end, kvh, h);
+      decode_load<NT, 0, true>(kvs + ((it + DSTAGES - 1) % DSTAGES) * STG, kc, vc, tab, start + (it + DSTAGES - 1) * TP, end, kvh, h);
     cp_async_commit();
     cp_async_wait<DSTAGES - 1>();  // tile it has landed (groups complete in order)
     __syncthreads();
@@ -639,45 +629,16 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* __restrict__ kc, 
         if (kk + 1 < HD / 16) mma16816<KT>(s[nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3);
       }
     }
-    // Positions past the split's end are masked; running max and sums.
-    float mx[2] = {NEG_INF, NEG_INF};
+    // Positions past the split's end are masked; then the online softmax.
 #pragma unroll
     for (int nt = 0; nt < 2; nt++) {
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int kp = p0 + nt * 8 + 2 * tq + (e & 1);
-        const float v = kp < end ? s[nt][e] * sl2 : NEG_INF;
-        s[nt][e] = v;
-        mx[e >> 1] = fmaxf(mx[e >> 1], v);
+        s[nt][e] = kp < end ? s[nt][e] * sl2 : NEG_INF;
       }
     }
-    float corr[2];
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-      const float mn = fmaxf(m[i], mx[i]);
-      corr[i] = mn == NEG_INF ? 1.f : exp2f(m[i] - mn);
-      m[i] = mn;
-      l[i] *= corr[i];
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; nt++) {
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int i = e >> 1;
-        const float p = m[i] == NEG_INF ? 0.f : exp2f(s[nt][e] - m[i]);
-        s[nt][e] = p;
-        l[i] += p;
-      }
-    }
-#pragma unroll
-    for (int nd = 0; nd < HD / 8; nd++) {
-      o[nd][0] *= corr[0];
-      o[nd][1] *= corr[0];
-      o[nd][2] *= corr[1];
-      o[nd][3] *= corr[1];
-    }
+    online_softmax(s, m, l, o);
     // O += P·V: the two n-tiles of P are one 16-wide k step.
     const u32 a0 = pack_kt<KT>(s[0][0], s[0][1]), a1 = pack_kt<KT>(s[0][2], s[0][3]);
     const u32 a2 = pack_kt<KT>(s[1][0], s[1][1]), a3 = pack_kt<KT>(s[1][2], s[1][3]);

@@ -7,27 +7,34 @@ package kernels
 import (
 	"embed"
 	"fmt"
+	"strings"
 )
 
 //go:embed *.cu *.cuh
 var files embed.FS
 
-// Prelude is prepended to every module.
-const preludeName = "prelude.cuh"
+// The preludes are prepended to every module: prelude.cuh, then flash.cuh
+// (plain C++ that the tests' CPU emulation compiles too).
+var preludeNames = []string{"prelude.cuh", "flash.cuh"}
 
 // Modules lists the compilable sources (each is one CUDA module).
 var Modules = []string{"elementwise.cu", "gemv.cu", "attention.cu", "prefill.cu", "sample.cu"}
 
-// Source returns the prelude and the named module as one translation unit,
-// with #line directives so that compiler messages name the right file.
+// Source returns the preludes and the named module as one translation
+// unit, with #line directives so that compiler messages name the right file.
 func Source(name string) (string, error) {
-	pre, err := files.ReadFile(preludeName)
-	if err != nil {
-		return "", err
-	}
 	body, err := files.ReadFile(name)
 	if err != nil {
 		return "", fmt.Errorf("kernels: no module %q", name)
 	}
-	return fmt.Sprintf("#line 1 %q\n%s\n#line 1 %q\n%s", preludeName, pre, name, body), nil
+	var b strings.Builder
+	for _, p := range preludeNames {
+		pre, err := files.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "#line 1 %q\n%s\n", p, pre)
+	}
+	fmt.Fprintf(&b, "#line 1 %q\n%s", name, body)
+	return b.String(), nil
 }

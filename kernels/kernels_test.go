@@ -11,7 +11,7 @@ func TestSources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(src, `#line 1 "prelude.cuh"`) || !strings.Contains(src, `#line 1 "`+m+`"`) {
+		if !strings.Contains(src, `#line 1 "prelude.cuh"`) || !strings.Contains(src, `#line 1 "flash.cuh"`) || !strings.Contains(src, `#line 1 "`+m+`"`) {
 			t.Errorf("%s: missing #line markers", m)
 		}
 		if !strings.Contains(src, "extern \"C\" __global__") {

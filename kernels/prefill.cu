@@ -137,46 +137,16 @@ extern "C" __global__ void __launch_bounds__(PF_THREADS) attn_prefill(
         if (kk + 1 < HD / 16) mma_kv(s[nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3);
       }
     }
-    // Causal mask, scale, row max.
-    float mx[2] = {NEG_INF, NEG_INF};
+    // Causal mask and scale, then the online softmax.
 #pragma unroll
     for (int nt = 0; nt < 8; nt++) {
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int kp = j * 64 + nt * 8 + 2 * tq + (e & 1);
-        const int i = e >> 1;
-        const float v = kp <= qp[i] ? s[nt][e] * sl2 : NEG_INF;
-        s[nt][e] = v;
-        mx[i] = fmaxf(mx[i], v);
+        s[nt][e] = kp <= qp[e >> 1] ? s[nt][e] * sl2 : NEG_INF;
       }
     }
-    float corr[2];
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-      const float mn = fmaxf(m[i], mx[i]);
-      corr[i] = mn == NEG_INF ? 1.f : exp2f(m[i] - mn);
-      m[i] = mn;
-      l[i] *= corr[i];
-    }
-#pragma unroll
-    for (int nt = 0; nt < 8; nt++) {
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int i = e >> 1;
-        const float p = m[i] == NEG_INF ? 0.f : exp2f(s[nt][e] - m[i]);
-        s[nt][e] = p;
-        l[i] += p;
-      }
-    }
-#pragma unroll
-    for (int nd = 0; nd < HD / 8; nd++) {
-      o[nd][0] *= corr[0];
-      o[nd][1] *= corr[0];
-      o[nd][2] *= corr[1];
-      o[nd][3] *= corr[1];
-    }
+    online_softmax(s, m, l, o);
     // O += P·V: P's accumulator layout is the A-fragment layout of the next
     // product (two 8-wide n-tiles make one 16-wide k step).
 #pragma unroll

@@ -176,3 +176,4 @@ template <> __device__ __forceinline__ void mma16816<DT_F16>(float* d, u32 a0, u
 template <int KT> __device__ __forceinline__ u32 pack_kt(float lo, float hi);
 template <> __device__ __forceinline__ u32 pack_kt<DT_BF16>(float lo, float hi) { return pack_bf16(lo, hi); }
 template <> __device__ __forceinline__ u32 pack_kt<DT_F16>(float lo, float hi) { return pack_f16(lo, hi); }
+

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os/exec"
 	"testing"
 	"unsafe"
 )
@@ -114,15 +113,12 @@ func TestAttnDecodeEmulated(t *testing.T) {
 				binary.Write(&in, binary.LittleEndian, kf)
 				binary.Write(&in, binary.LittleEndian, vf)
 				binary.Write(&in, binary.LittleEndian, conv)
-				cmd := exec.Command(bin)
-				cmd.Stdin = &in
-				var stdout, stderr bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &stdout, &stderr
-				if err := cmd.Run(); err != nil {
-					t.Fatalf("emulated kernel: %v: %s", err, stderr.Bytes())
+				stdout, err := runEmu(bin, in.Bytes())
+				if err != nil {
+					t.Fatal(err)
 				}
 				rd := func(v any) {
-					if err := binary.Read(&stdout, binary.LittleEndian, v); err != nil {
+					if err := binary.Read(stdout, binary.LittleEndian, v); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -338,15 +334,12 @@ func attnPrefillEmulatedCase(t *testing.T, bin string, rows int) {
 	binary.Write(&in, binary.LittleEndian, scale)
 	binary.Write(&in, binary.LittleEndian, kf)
 	binary.Write(&in, binary.LittleEndian, vf)
-	cmd := exec.Command(bin)
-	cmd.Stdin = &in
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("emulated kernel: %v: %s", err, stderr.Bytes())
+	stdout, err := runEmu(bin, in.Bytes())
+	if err != nil {
+		t.Fatal(err)
 	}
 	got := make([]float32, T*heads*hd)
-	if err := binary.Read(&stdout, binary.LittleEndian, got); err != nil {
+	if err := binary.Read(stdout, binary.LittleEndian, got); err != nil {
 		t.Fatal(err)
 	}
 	want := make([]float32, T*heads*hd)

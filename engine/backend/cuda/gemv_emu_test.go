@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os/exec"
 	"testing"
 	"unsafe"
 )
@@ -81,14 +80,11 @@ func gemvWideCase(t *testing.T, bin, variant string, r *rand.Rand, mode, norm, n
 	binary.Write(&in, binary.LittleEndian, aux)
 	input := in.Bytes()
 	runBin := func(b string) []byte {
-		cmd := exec.Command(b)
-		cmd.Stdin = bytes.NewReader(input)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("emulated kernel %s: %v: %s", b, err, stderr.Bytes())
+		out, err := runEmu(b, input)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return stdout.Bytes()
+		return out.Bytes()
 	}
 	outBytes := runBin(bin)
 	if v := runBin(variant); !bytes.Equal(v, outBytes) {

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os/exec"
 	"testing"
 	"unsafe"
 )
@@ -54,18 +53,15 @@ func TestMoECombineRowsEmulated(t *testing.T) {
 			binary.Write(&in, binary.LittleEndian, rowOf)
 			binary.Write(&in, binary.LittleEndian, y)
 			binary.Write(&in, binary.LittleEndian, yg)
-			cmd := exec.Command(bin)
-			cmd.Stdin = &in
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("emulated kernel: %v: %s", err, stderr.Bytes())
-			}
-			pairs, rows := make([]float32, c.T*c.H), make([]float32, c.T*c.H)
-			if err := binary.Read(&stdout, binary.LittleEndian, pairs); err != nil {
+			stdout, err := runEmu(bin, in.Bytes())
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := binary.Read(&stdout, binary.LittleEndian, rows); err != nil {
+			pairs, rows := make([]float32, c.T*c.H), make([]float32, c.T*c.H)
+			if err := binary.Read(stdout, binary.LittleEndian, pairs); err != nil {
+				t.Fatal(err)
+			}
+			if err := binary.Read(stdout, binary.LittleEndian, rows); err != nil {
 				t.Fatal(err)
 			}
 			want := make([]float32, c.T*c.H)

@@ -32,6 +32,19 @@ type emuBuild struct {
 
 var emuBuilds sync.Map // name → *emuBuild
 
+// runEmu runs an emulation binary on input and returns its stdout; the
+// error names the binary and carries its stderr.
+func runEmu(bin string, input []byte) (*bytes.Buffer, error) {
+	cmd := exec.Command(bin)
+	cmd.Stdin = bytes.NewReader(input)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("emulated kernel %s: %v: %s", filepath.Base(bin), err, stderr.Bytes())
+	}
+	return &stdout, nil
+}
+
 // emuBinary builds testdata/emu's main (including the kernel sources
 // deps) with the host's C++ compiler, once per test binary and name; it
 // skips the test where there is no compiler.
@@ -50,7 +63,7 @@ func emuBinary(t *testing.T, name, main string, deps ...string) string {
 		// Cached by the sources' hash, so that a run costs no compilation
 		// unless they changed.
 		h := sha256.New()
-		for _, f := range append([]string{"testdata/emu/emu.h", "testdata/emu/prelude_emu.h", main}, deps...) {
+		for _, f := range append([]string{"testdata/emu/emu.h", "testdata/emu/prelude_emu.h", "../../../kernels/flash.cuh", main}, deps...) {
 			data, err := os.ReadFile(f)
 			if err != nil {
 				e.err = err
@@ -100,15 +113,12 @@ func emuRunner(t *testing.T, nt int) rowRunner {
 		for _, r := range rows {
 			binary.Write(&in, binary.LittleEndian, r)
 		}
-		cmd := exec.Command(bin)
-		cmd.Stdin = &in
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("emulated kernel: %v: %s", err, stderr.Bytes())
+		stdout, err := runEmu(bin, in.Bytes())
+		if err != nil {
+			return err
 		}
 		raw := make([]int32, len(rows)*sampleOutWords)
-		if err := binary.Read(&stdout, binary.LittleEndian, raw); err != nil {
+		if err := binary.Read(stdout, binary.LittleEndian, raw); err != nil {
 			return err
 		}
 		decodeSample(raw, req, out)

@@ -198,3 +198,6 @@ template <class F> void emu_launch3(unsigned gx, unsigned gy, unsigned gz, unsig
     for (auto& t : ts) t.join();
   }
 }
+
+// The attention kernels' shared device code, as the GPU compiles it.
+#include "flash.cuh"
