@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"unsafe"
 )
@@ -47,17 +48,8 @@ func TestAttnDecodeEmulated(t *testing.T) {
 	tokTab := []int32{0, 12, 14}
 	pos := []int32{700, 100, 0}
 	T := len(pos)
-	q := make([]float32, T*heads*hd)
-	for i := range q {
-		q[i] = float32(r.NormFloat64())
-	}
-	// K of unit RMS per row (as after a QK-norm), V unnormalised.
-	n := pool * kvh * 64 * hd
-	kf, vf := make([]float32, n), make([]float32, n)
-	for i := range kf {
-		kf[i] = float32(r.NormFloat64())
-		vf[i] = float32(r.NormFloat64()*2 + 0.5)
-	}
+	q, kf, vf := randomQKV(r, T*heads*hd, pool*kvh*64*hd)
+	n := len(kf)
 	scale := float32(2 / math.Sqrt(hd))
 	conv := []float32{0, 1, -1, 3.14159, 1e-3, 6.1e-5, 1e-6, 1e-8, -2.5e-7, 65504, 65519, 65520, -65536, 1e5, -3e9,
 		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
@@ -313,16 +305,7 @@ func attnPrefillEmulatedCase(t *testing.T, bin string, rows int) {
 		tiles = append(tiles, int32(i), int32(e-i))
 		i = e
 	}
-	q := make([]float32, T*heads*hd)
-	for i := range q {
-		q[i] = float32(r.NormFloat64())
-	}
-	n := pool * kvh * 64 * hd
-	kf, vf := make([]float32, n), make([]float32, n)
-	for i := range kf {
-		kf[i] = float32(r.NormFloat64())
-		vf[i] = float32(r.NormFloat64()*2 + 0.5)
-	}
+	q, kf, vf := randomQKV(r, T*heads*hd, pool*kvh*64*hd)
 	scale := float32(1 / math.Sqrt(hd))
 	var in bytes.Buffer
 	binary.Write(&in, binary.LittleEndian, []int32{kvh, int32(T), pool, int32(len(tabs)), int32(len(tiles) / 2)})
@@ -375,4 +358,18 @@ func attnPrefillEmulatedCase(t *testing.T, bin string, rows int) {
 	}
 	// Q and P are rounded to bf16 for the tensor cores.
 	compare(t, "attn_prefill", got, want, tcTolBF16)
+}
+
+// randomQKV draws nq query elements and a cache's nkv K and V elements: Q
+// and K of unit RMS (as after a QK-norm), V unnormalised and off-centre.
+func randomQKV(r *rand.Rand, nq, nkv int) (q, k, v []float32) {
+	q, k, v = make([]float32, nq), make([]float32, nkv), make([]float32, nkv)
+	for i := range q {
+		q[i] = float32(r.NormFloat64())
+	}
+	for i := range k {
+		k[i] = float32(r.NormFloat64())
+		v[i] = float32(r.NormFloat64()*2 + 0.5)
+	}
+	return q, k, v
 }
