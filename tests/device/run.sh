@@ -136,6 +136,7 @@ r = json.load(open(sys.argv[1]))
 print(f"\nbench {r.get('model')} on {r.get('device')}")
 for k, t in [("decode_1lane_ctx512_tok_s", 250), ("decode_1lane_ctx32k_tok_s", 180), ("prefill_4096_tok_s", 30000), ("decode_16lanes_ctx512_tok_s", 2000), ("decode_1lane_ctx512_eager_tok_s", None),
              ("prefill_4096_noshadow_tok_s", None), ("prefill_4096_rows128_tok_s", None), ("decode_16lanes_ctx512_noshadow_tok_s", None),
+             *[(f"decode_16lanes_ctx512_algo{k}_tok_s", None) for k in (1, 2, 3)],
              *[(f"decode_1lane_ctx512_gemvf_{v}_tok_s", None) for v in ("default", "rw1", "u8", "rw1_u8", "u2", "rw1_ur16", "ur8")],
              ("decode_1lane_ctx512_devsample_tok_s", None), ("decode_1lane_ctx512_hostsample_tok_s", None),
              ("decode_1lane_ctx512_devsample_topp_tok_s", None), ("decode_1lane_ctx512_hostsample_topp_tok_s", None),

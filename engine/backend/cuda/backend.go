@@ -90,6 +90,7 @@ type Backend struct {
 	writes      uint64       // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
 	xbf         bf16Reuse    // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
 	noShadow    bool         // INFERNIX_CUDA_SHADOW=0: norms and SwiGLU write no bf16 copy (matmul.go shadowBF16)
+	gemmAlgo    int          // INFERNIX_CUDA_GEMM_ALGO: cuBLASLt's k-th choice for decode batches (gemmAlgoFor)
 	gemvMax     int
 	copyRetries int // host-to-device copies that needed a retry (diagnostics)
 	attnMode    string
@@ -229,6 +230,7 @@ func New(opt Options) (*Backend, error) {
 		b.attnDeep = d
 	}
 	b.noShadow = os.Getenv("INFERNIX_CUDA_SHADOW") == "0"
+	b.gemmAlgo = min(max(envInt("INFERNIX_CUDA_GEMM_ALGO", 0), 0), 7)
 	var ok bool
 	if b.kvDT, ok = kvDTypeFromEnv(os.Getenv("INFERNIX_CUDA_KV")); !ok {
 		b.logf("cuda: INFERNIX_CUDA_KV=%q is not f16 or bf16; the KV cache stays f16", os.Getenv("INFERNIX_CUDA_KV"))

@@ -342,6 +342,13 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	b.noShadow = true
 	decode("decode_16lanes_ctx512_noshadow", lanes, 512, 32)
 	b.noShadow = false
+	// cuBLASLt's next heuristic choices for the skinny products
+	// (INFERNIX_CUDA_GEMM_ALGO).
+	for k := 1; k <= 3; k++ {
+		b.gemmAlgo = k
+		decode(fmt.Sprintf("decode_16lanes_ctx512_algo%d", k), lanes, 512, 32)
+	}
+	b.gemmAlgo = 0
 	// Ablations, one switch off each (graphs as above, caches holding
 	// random values): what PDL, operator fusion and the one-launch decode
 	// attention are each worth.

@@ -12,6 +12,7 @@ import (
 type gemmKey struct {
 	O, T, I int
 	dt      backend.DType
+	algo    int // cuBLASLt's heuristic choice (gemmAlgoFor)
 }
 
 // MatMul computes out[r, o] = Σ_i x[r, i]·w[o, i]. Up to gemvMax rows go
@@ -65,7 +66,7 @@ func (b *Backend) matmulOpt(out, x driver.DevPtr, w *Tensor, T, I, O int, allowL
 // column-major outᵀ[O,T] = W[I,O]ᵀ·xᵀ[I,T] ("TN"). False if cuBLASLt has no
 // algorithm for the shape (the caller falls back to the GEMV kernels).
 func (b *Backend) gemmLt(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
-	key := gemmKey{O: O, T: T, I: I, dt: w.dt}
+	key := gemmKey{O: O, T: T, I: I, dt: w.dt, algo: b.gemmAlgoFor(T)}
 	g, ok := b.gemms[key]
 	if !ok {
 		b.needEager()
@@ -79,7 +80,7 @@ func (b *Backend) gemmLt(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 			typ = driver.DataF32
 		}
 		var err error
-		g, err = b.lt.PlanGemm(driver.OpT, driver.OpN, O, T, I, typ, I, typ, I, driver.DataF32, O, b.ws.size)
+		g, err = b.lt.PlanGemmAlgo(driver.OpT, driver.OpN, O, T, I, typ, I, typ, I, driver.DataF32, O, b.ws.size, key.algo)
 		runtime.UnlockOSThread()
 		if err != nil {
 			b.logf("cuda: cuBLASLt has no plan for %v: %v; using the GEMV kernels", key, err)
@@ -109,6 +110,17 @@ func (b *Backend) gemmLt(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 		b.xbf.converted(x, n, out, T*O, b.writes)
 	}
 	return true
+}
+
+// gemmAlgoFor is the cuBLASLt heuristic choice for a product of T rows:
+// INFERNIX_CUDA_GEMM_ALGO=k takes the k-th for decode batches (T ≤ 64),
+// where cuBLASLt's first choice for a skinny product may not be its
+// fastest (the bench measures 16 lanes with k = 1…3); 0 otherwise.
+func (b *Backend) gemmAlgoFor(T int) int {
+	if T <= 64 {
+		return b.gemmAlgo
+	}
+	return 0
 }
 
 // bf16Reuse lets consecutive cuBLASLt products of the same activations (q,

@@ -122,8 +122,15 @@ type Gemm struct {
 }
 
 // PlanGemm plans D[M×N] = op(A)[M×K] · op(B)[K×N] with leading dimensions
-// lda, ldb, ldd (column-major), F32 accumulation and F32 alpha/beta.
+// lda, ldb, ldd (column-major), F32 accumulation and F32 alpha/beta, with
+// cuBLASLt's first-choice algorithm.
 func (c *CublasLt) PlanGemm(transA, transB int, M, N, K int, typeA, lda, typeB, ldb, typeD, ldd int, workspace uint64) (*Gemm, error) {
+	return c.PlanGemmAlgo(transA, transB, M, N, K, typeA, lda, typeB, ldb, typeD, ldd, workspace, 0)
+}
+
+// PlanGemmAlgo is PlanGemm with the algo-th of cuBLASLt's heuristic
+// choices (0 the first; past the last it offers, the last).
+func (c *CublasLt) PlanGemmAlgo(transA, transB int, M, N, K int, typeA, lda, typeB, ldb, typeD, ldd int, workspace uint64, algo int) (*Gemm, error) {
 	g := &Gemm{c: c, M: M, N: N, K: K, alpha: 1, beta: 0, typeA: typeA, typeB: typeB, typD: typeD}
 	if err := c.check("cublasLtMatmulDescCreate", c.descCreate, uintptr(unsafe.Pointer(&g.desc)), Compute32F, DataF32); err != nil {
 		return nil, err
@@ -169,10 +176,15 @@ func (c *CublasLt) PlanGemm(transA, transB int, M, N, K int, typeA, lda, typeB, 
 		return nil, err
 	}
 	var n int32
+	algo = min(max(algo, 0), 7)
+	var res [8]heuristicResult
 	if err := c.check(fmt.Sprintf("cublasLtMatmulAlgoGetHeuristic(M=%d N=%d K=%d)", M, N, K), c.heuristic, c.handle, g.desc,
-		g.a, g.b, g.d, g.d, pref, 1, uintptr(unsafe.Pointer(&g.algo)), uintptr(unsafe.Pointer(&n))); err != nil {
+		g.a, g.b, g.d, g.d, pref, uintptr(algo+1), uintptr(unsafe.Pointer(&res[0])), uintptr(unsafe.Pointer(&n))); err != nil {
 		g.Destroy()
 		return nil, err
+	}
+	if n >= 1 {
+		g.algo = res[min(algo, int(n)-1)]
 	}
 	if n < 1 || g.algo.state != 0 {
 		g.Destroy()
