@@ -152,3 +152,24 @@ func TestShadowBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulGemmAlgos: cuBLASLt's first four heuristic choices for a
+// decode batch's product (INFERNIX_CUDA_GEMM_ALGO) all equal the CPU.
+func TestMatMulGemmAlgos(t *testing.T) {
+	b := gpu(t)
+	if b.lt == nil {
+		t.Skip("no cuBLASLt")
+	}
+	defer func(k int) { b.gemmAlgo = k }(b.gemmAlgo)
+	r := newRand(t)
+	const T, I, O = 16, 1024, 768
+	x := act(t, b, r, T, I, 1)
+	w := weight(t, b, r, backend.BF16, O, I, 0.05)
+	o := out(t, b, T, O)
+	cpuBe.MatMul(o.c, x.c, w.c)
+	for k := 0; k < 4; k++ {
+		b.gemmAlgo = k
+		b.MatMul(o.g, x.g, w.g)
+		compare(t, fmt.Sprintf("algo %d", k), read(t, b, o.g), cpuF32(o), 6e-3)
+	}
+}
