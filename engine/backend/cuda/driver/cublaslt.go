@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -175,14 +176,19 @@ func (c *CublasLt) PlanGemmAlgo(transA, transB int, M, N, K int, typeA, lda, typ
 		g.Destroy()
 		return nil, err
 	}
-	var n int32
 	algo = min(max(algo, 0), 7)
-	var res [8]heuristicResult
-	if err := c.check(fmt.Sprintf("cublasLtMatmulAlgoGetHeuristic(M=%d N=%d K=%d)", M, N, K), c.heuristic, c.handle, g.desc,
-		g.a, g.b, g.d, g.d, pref, uintptr(algo+1), uintptr(unsafe.Pointer(&res[0])), uintptr(unsafe.Pointer(&n))); err != nil {
+	// On the heap: the call may run on the device thread while this
+	// goroutine waits, and a waiting goroutine's stack can move.
+	res, np := new([8]heuristicResult), new(int32)
+	err := c.check(fmt.Sprintf("cublasLtMatmulAlgoGetHeuristic(M=%d N=%d K=%d)", M, N, K), c.heuristic, c.handle, g.desc,
+		g.a, g.b, g.d, g.d, pref, uintptr(algo+1), uintptr(unsafe.Pointer(&res[0])), uintptr(unsafe.Pointer(np)))
+	runtime.KeepAlive(res)
+	runtime.KeepAlive(np)
+	if err != nil {
 		g.Destroy()
 		return nil, err
 	}
+	n := *np
 	if n >= 1 {
 		g.algo = res[min(algo, int(n)-1)]
 	}
