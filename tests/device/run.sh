@@ -2,6 +2,9 @@
 # CUDA backend checks and benchmarks on the GPU machine.
 #
 #   bash tests/device/run.sh build   # here: builds bin/cuda/cuda.test, bin/cuda/driver.test, bin/infernix (CGO-free)
+#   bash tests/device/run.sh pack    # here, after build: bin/pack/cuda.tar.xz (xz -9e, ~10 MB: the device tool
+#                                    #   carries 64 MiB with the tracked tree's ~52); carry ["bin/pack"] and on the
+#                                    #   machine first: tar xJf bin/pack/cuda.tar.xz -C bin
 #   bash tests/device/run.sh run     # there, through the device tool with carry=["bin/cuda"]:
 #                                    #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH; bash tests/device/run.sh run
 #
@@ -25,6 +28,14 @@ if [ "$mode" = build ]; then
   CGO_ENABLED=0 go test -ldflags="-s -w" -c -o bin/cuda/engine.test ./engine
   (git rev-parse --short HEAD 2>/dev/null || echo uncommitted) > bin/cuda/COMMIT
   ls -la bin/cuda
+  exit 0
+fi
+
+if [ "$mode" = pack ]; then
+  set -e
+  mkdir -p bin/pack
+  tar cf - -C bin cuda/infernix cuda/cuda.test cuda/e2e.test cuda/engine.test cuda/COMMIT | xz -9e -T0 > bin/pack/cuda.tar.xz
+  ls -la bin/pack
   exit 0
 fi
 
