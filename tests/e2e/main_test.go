@@ -79,7 +79,14 @@ func start(tb testing.TB, o opts) *testServer {
 	if err != nil {
 		tb.Fatalf("loading %s: %v", dir, err)
 	}
-	s, err := server.New(e, o.server)
+	return serveEngine(tb, e, o.server)
+}
+
+// serveEngine serves a loaded engine on a free local port (closing the
+// engine if that fails); close shuts both down.
+func serveEngine(tb testing.TB, e *engine.Engine, cfg server.Config) *testServer {
+	tb.Helper()
+	s, err := server.New(e, cfg)
 	if err != nil {
 		e.Close()
 		tb.Fatal(err)

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,24 +112,8 @@ func TestPrefixCacheMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(e, server.Config{})
-	if err != nil {
-		e.Close()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		e.Close()
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	ts := &testServer{URL: "http://" + ln.Addr().String(), S: s, E: e}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-		e.Close()
-	}()
+	ts := serveEngine(t, e, server.Config{})
+	defer ts.close()
 
 	tokens := func(n, salt int) []int {
 		p := make([]int, n)

@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/infernix/infernix/engine"
 	"github.com/infernix/infernix/engine/chat"
@@ -61,24 +58,9 @@ func TestSharedPrefixSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(e, server.Config{})
-	if err != nil {
-		e.Close()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		e.Close()
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	url := "http://" + ln.Addr().String()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-		e.Close()
-	}()
+	ts := serveEngine(t, e, server.Config{})
+	defer ts.close()
+	url := ts.URL
 	if !e.Sched.KeepsSnapshots() {
 		t.Fatal("the hybrid model keeps no snapshots")
 	}
