@@ -311,6 +311,9 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_RW
 #define GF_RW 2
 #endif
+#ifndef GF_PIPE
+#define GF_PIPE 0  // 1: request the next GF_U chunks before adding these
+#endif
 #define GF_MULTI 0
 #define GF_SWIGLU 1
 #define GF_RESID 2
@@ -486,6 +489,19 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     ss[r] = 0.f;
   }
   for (int i0 = k0 + lane * 8;;) {
+    // GF_PIPE: the next U chunks are requested before this U are used, so
+    // a warp always has loads in flight (otherwise it issues, waits, adds).
+    uint4 nv[GF_PIPE ? U : 1][2];
+    if (GF_PIPE) {
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        const int i = i0 + 256 * U + u * 256;
+        if (i < k1) {
+          nv[u][0] = ld_stream(wr0 + i);
+          if (TWO) nv[u][1] = ld_stream(wr1 + i);
+        }
+      }
+    }
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const int i = i0 + u * 256;
@@ -526,8 +542,13 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     for (int u = 0; u < U; u++) {
       const int i = i0 + u * 256;
       if (i < k1) {
-        wv[u][0] = ld_stream(wr0 + i);
-        if (TWO) wv[u][1] = ld_stream(wr1 + i);
+        if (GF_PIPE) {
+          wv[u][0] = nv[u][0];
+          if (TWO) wv[u][1] = nv[u][1];
+        } else {
+          wv[u][0] = ld_stream(wr0 + i);
+          if (TWO) wv[u][1] = ld_stream(wr1 + i);
+        }
       }
     }
   }

@@ -342,13 +342,6 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	b.noShadow = true
 	decode("decode_16lanes_ctx512_noshadow", lanes, 512, 32)
 	b.noShadow = false
-	// cuBLASLt's next heuristic choices for the skinny products
-	// (INFERNIX_CUDA_GEMM_ALGO).
-	for k := 1; k <= 3; k++ {
-		b.gemmAlgo = k
-		decode(fmt.Sprintf("decode_16lanes_ctx512_algo%d", k), lanes, 512, 32)
-	}
-	b.gemmAlgo = 0
 	// Ablations, one switch off each (graphs as above, caches holding
 	// random values): what PDL, operator fusion and the one-launch decode
 	// attention are each worth.
@@ -369,38 +362,23 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	b.attnOld = true
 	decode("decode_1lane_ctx32k_oldattn", [][]int32{seqBlocks(200, 520)}, 32810, 16)
 	b.attnOld = false
-	// The switches prepared for the next session, each on its own and
-	// then together (issue 6): split-K products (INFERNIX_CUDA_GEMV_WIDE:
-	// sized per launch, then 2 and 4 slices for every fused product) and
-	// the deep decode attention (INFERNIX_CUDA_ATTN_DEEP=1, 3).
-	wide, deep := b.gemvWide, b.attnDeep
-	for _, w := range []struct {
-		name string
-		v    int
-	}{{"wide", -1}, {"wide2", 2}, {"wide4", 4}} {
-		b.flush()
-		b.gemvWide = w.v
-		decode("decode_1lane_ctx512_"+w.name, [][]int32{seqBlocks(100, 16)}, 640, 32)
-	}
+	// Split-K products (INFERNIX_CUDA_GEMV_WIDE, sized per launch; run 12:
+	// no faster than one slice) and decode attention without the tensor
+	// cores (INFERNIX_CUDA_DECODE_ATTN=simt; run 13: 142 against tc's 152
+	// tok/s at 32K). Runs 12–13 measured 2 and 4 slices, the deep SIMT
+	// attention and cuBLASLt's next heuristic choices for 16 lanes
+	// (INFERNIX_CUDA_GEMM_ALGO): none was faster.
+	wide := b.gemvWide
 	b.flush()
-	b.gemvWide = 0
-	for _, d := range []struct {
-		name string
-		v    int
-	}{{"deep", 1}, {"deep3", 3}} {
-		b.attnDeep = d.v
-		decode("decode_1lane_ctx32k_"+d.name, [][]int32{seqBlocks(200, 520)}, 32830, 16)
-	}
-	// Decode attention on the tensor cores (INFERNIX_CUDA_DECODE_ATTN=tc).
-	b.attnTC = true
-	decode("decode_1lane_ctx32k_tc", [][]int32{seqBlocks(200, 520)}, 32840, 16)
-	decode("decode_1lane_ctx512_tc", [][]int32{seqBlocks(100, 16)}, 660, 32)
+	b.gemvWide = -1
+	decode("decode_1lane_ctx512_wide", [][]int32{seqBlocks(100, 16)}, 640, 32)
+	b.flush()
+	b.gemvWide = wide
+	tc := b.attnTC
 	b.attnTC = false
-	b.gemvWide, b.attnDeep = -1, 1
-	decode("decode_1lane_ctx512_wide_deep", [][]int32{seqBlocks(100, 16)}, 700, 32)
-	decode("decode_1lane_ctx32k_wide_deep", [][]int32{seqBlocks(200, 520)}, 32850, 16)
-	b.flush()
-	b.gemvWide, b.attnDeep = wide, deep
+	decode("decode_1lane_ctx32k_simt", [][]int32{seqBlocks(200, 520)}, 32840, 16)
+	decode("decode_1lane_ctx512_simt", [][]int32{seqBlocks(100, 16)}, 660, 32)
+	b.attnTC = tc
 	// The other KV cache type (INFERNIX_CUDA_KV; f16 unless the run is
 	// f16 already): the same bytes per position, so the same speed is
 	// expected. The caches are refilled in that type, then back.
@@ -427,16 +405,29 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 				panic(err)
 			}
 		}()
-		for _, spec := range append([]string{""}, benchGemvfVariants...) {
-			v, err := parseGemvfVariant(spec)
-			if err == nil {
-				err = b.useGemvfVariant(v)
+		// INFERNIX_BENCH_GEMVF="GF_U=1;GF_PIPE=1" measures others; the
+		// default runs before each, so that drift shows beside every pair.
+		specs := benchGemvfVariants
+		if e := os.Getenv("INFERNIX_BENCH_GEMVF"); e != "" {
+			specs = strings.Split(e, ";")
+		}
+		seen := map[string]int{}
+		for _, spec := range specs {
+			for _, sp := range []string{"", spec} {
+				v, err := parseGemvfVariant(sp)
+				if err == nil {
+					err = b.useGemvfVariant(v)
+				}
+				if err != nil {
+					res["gemvf_error"] = fmt.Sprintf("%s: %v", sp, err)
+					return
+				}
+				name := "decode_1lane_ctx512_gemvf_" + v.name()
+				if seen[name]++; seen[name] > 1 {
+					name += fmt.Sprintf("_%d", seen[name])
+				}
+				decode(name, [][]int32{seqBlocks(100, 16)}, 512, 64)
 			}
-			if err != nil {
-				res["gemvf_error"] = fmt.Sprintf("%s: %v", spec, err)
-				return
-			}
-			decode("decode_1lane_ctx512_gemvf_"+v.name(), [][]int32{seqBlocks(100, 16)}, 512, 64)
 		}
 	}()
 	if sampleOn() {

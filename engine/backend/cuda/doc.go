@@ -60,7 +60,8 @@
 //	INFERNIX_CUDA_GRAPHS=0        run every forward eagerly
 //	INFERNIX_CUDA_ATTN=split      never use the tensor-core prefill attention
 //	INFERNIX_CUDA_DECODE_ATTN=old decode attention through attn_split + attn_combine
-//	INFERNIX_CUDA_DECODE_ATTN=tc  decode attention on the tensor cores (attn_decode_tc)
+//	INFERNIX_CUDA_DECODE_ATTN=simt decode attention without the tensor cores (attn_decode; the
+//	                              default is attn_decode_tc where the head dim allows)
 //	INFERNIX_CUDA_PREFILL_ROWS=128 prefill attention tiles of 128 rows (8 warps) instead of 64
 //	INFERNIX_CUDA_GEMM_ALGO=k     cuBLASLt's k-th heuristic choice for products of ≤ 64 rows
 //	INFERNIX_CUDA_ATTN_BLOCKS=N   blocks a decode-attention launch aims at (default 2 per SM)

@@ -218,7 +218,7 @@ func TestGemvfVariants(t *testing.T) {
 	}(b.gemvf)
 	seed := uint64(newRand(t).Uint32())
 	want := map[string][][]float32{}
-	for _, spec := range []string{"", "GF_RW=1", "GF_U=8", "GF_RW=1 GF_U=8", "GF_U=2", "GF_RW=1 GF_UR=16"} {
+	for _, spec := range append([]string{""}, benchGemvfVariants...) {
 		v, err := parseGemvfVariant(spec)
 		if err != nil {
 			t.Fatal(err)

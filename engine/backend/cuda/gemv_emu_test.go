@@ -25,7 +25,10 @@ func TestGemvWideEmulated(t *testing.T) {
 		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
 	}
 	bin := emuBinary(t, "gemv", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu")
-	variant := emuBinary(t, "gemv-rw1-u8", "testdata/emu/gemv_variant_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu")
+	variants := map[string]string{
+		"GF_RW=1 GF_U=8 GF_UR=16":  emuBinary(t, "gemv-rw1-u8", "testdata/emu/gemv_variant_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"),
+		"GF_PIPE=1 GF_U=2 GF_UR=3": emuBinary(t, "gemv-pipe-u2", "testdata/emu/gemv_pipe_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"),
+	}
 	r := newRand(t)
 	for _, c := range []struct {
 		mode, norm, n int
@@ -41,15 +44,16 @@ func TestGemvWideEmulated(t *testing.T) {
 		for _, s := range []struct{ T, I, S int }{{1, 2056, 3}, {1, 1024, 4}, {3, 2056, 2}} {
 			R := [4]int{1, 2, 4, 8}[gemvIndex(s.T)]
 			t.Run(fmt.Sprintf("m%d_n%d_T%d_I%d_S%d", c.mode, c.norm, s.T, s.I, s.S), func(t *testing.T) {
-				gemvWideCase(t, bin, variant, r, c.mode, c.norm, c.n, c.O, R, s.T, s.I, s.S)
+				gemvWideCase(t, bin, variants, r, c.mode, c.norm, c.n, c.O, R, s.T, s.I, s.S)
 			})
 		}
 	}
 }
 
-// gemvWideCase runs one case through bin and checks it, then through
-// variant (GF_RW=1 GF_U=8 GF_UR=16), whose output must be byte-identical.
-func gemvWideCase(t *testing.T, bin, variant string, r *rand.Rand, mode, norm, n int, O [3]int, R, T, I, S int) {
+// gemvWideCase runs one case through bin and checks it, then through each
+// of variants (gemvf_variant.go's tunables), whose outputs must be
+// byte-identical.
+func gemvWideCase(t *testing.T, bin string, variants map[string]string, r *rand.Rand, mode, norm, n int, O [3]int, R, T, I, S int) {
 	x := make([]float32, T*I)
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
@@ -87,12 +91,14 @@ func gemvWideCase(t *testing.T, bin, variant string, r *rand.Rand, mode, norm, n
 		return out.Bytes()
 	}
 	outBytes := runBin(bin)
-	if v := runBin(variant); !bytes.Equal(v, outBytes) {
-		i := 0
-		for i < len(v) && i < len(outBytes) && v[i] == outBytes[i] {
-			i++
+	for name, variant := range variants {
+		if v := runBin(variant); !bytes.Equal(v, outBytes) {
+			i := 0
+			for i < len(v) && i < len(outBytes) && v[i] == outBytes[i] {
+				i++
+			}
+			t.Errorf("%s: output differs from the default's at byte %d of %d", name, i, len(outBytes))
 		}
-		t.Errorf("GF_RW=1 GF_U=8 GF_UR=16: output differs from the default's at byte %d of %d", i, len(outBytes))
 	}
 	stdout := bytes.NewBuffer(outBytes)
 

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -92,6 +93,11 @@ func contains(s []int, v int) bool {
 	return false
 }
 
+// check calls fn. Its pointer arguments (uintptr(unsafe.Pointer(&x)) in the
+// call) stay on the heap and alive until it returns (go:uintptrescapes);
+// a pointer converted to uintptr before the call is not kept alive.
+//
+//go:uintptrescapes
 func (n *NVRTC) check(call string, fn uintptr, args ...uintptr) error {
 	r, _, _ := purego.SyscallN(fn, args...)
 	if c := status(r); c != 0 {
@@ -118,13 +124,15 @@ func (n *NVRTC) Compile(src, name string, opts []string, cubin bool) (image []by
 		return nil, "", err
 	}
 	defer n.check("nvrtcDestroyProgram", n.destroy, uintptr(unsafe.Pointer(&prog))) //nolint:errcheck // cleanup
+	// ptrs has a terminating nil, so &ptrs[0] exists with no options too.
+	// It is converted in the call itself: computed before it, the array
+	// (and the option strings it points to) could be collected while
+	// NVRTC reads them (run 13's local compile test failed so, at random,
+	// with NVRTC_ERROR_INVALID_PROGRAM).
 	bufs, ptrs := cstrArray(opts)
-	var optArg uintptr
-	if len(opts) > 0 {
-		optArg = uintptr(unsafe.Pointer(&ptrs[0]))
-	}
-	cerr := n.check("nvrtcCompileProgram("+name+")", n.compile, prog, uintptr(len(opts)), optArg)
-	_ = bufs
+	cerr := n.check("nvrtcCompileProgram("+name+")", n.compile, prog, uintptr(len(opts)), uintptr(unsafe.Pointer(&ptrs[0])))
+	runtime.KeepAlive(bufs)
+	runtime.KeepAlive(ptrs)
 	var size uint64
 	if n.check("nvrtcGetProgramLogSize", n.logSize, prog, uintptr(unsafe.Pointer(&size))) == nil && size > 1 {
 		b := make([]byte, size)
