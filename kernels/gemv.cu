@@ -303,7 +303,7 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 // time (INFERNIX_CUDA_GEMVF, backend gemvfVariant); neither changes any
 // result: each lane adds its elements in the same order whatever they are.
 #ifndef GF_U
-#define GF_U 4
+#define GF_U 2  // run 13: 2 beat 1, 3 and 4 (205–214 against 195 tok/s)
 #endif
 #ifndef GF_UR
 #define GF_UR GF_U  // GF_U of the residual products (o_proj, down) alone

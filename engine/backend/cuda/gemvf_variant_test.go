@@ -14,16 +14,18 @@ func TestParseGemvfVariant(t *testing.T) {
 		bad  bool
 	}{
 		{in: "", rw: 2, name: "default"},
-		{in: "GF_RW=2 GF_U=4", rw: 2, name: "default"},
+		{in: "GF_RW=2 GF_U=2", rw: 2, name: "default"},
 		{in: "GF_RW=1", defs: []string{"GF_RW=1"}, rw: 1, name: "rw1"},
 		{in: "GF_U=8,GF_RW=1", defs: []string{"GF_RW=1", "GF_U=8"}, rw: 1, name: "rw1_u8"},
-		{in: " GF_U=2 ", defs: []string{"GF_U=2"}, rw: 2, name: "u2"},
+		{in: " GF_U=4 ", defs: []string{"GF_U=4"}, rw: 2, name: "u4"},
 		{in: "GF_RW=3", rw: 2, bad: true},
 		{in: "GF_U=17", rw: 2, bad: true},
 		{in: "GF_RW=1 GF_UR=16", defs: []string{"GF_RW=1", "GF_UR=16"}, rw: 1, name: "rw1_ur16"},
 		{in: "GF_U=8 GF_UR=8", defs: []string{"GF_U=8"}, rw: 2, name: "u8"},
-		{in: "GF_UR=4", rw: 2, name: "default"},
-		{in: "GF_U=2 GF_UR=4", defs: []string{"GF_U=2", "GF_UR=4"}, rw: 2, name: "u2_ur4"},
+		{in: "GF_UR=2", rw: 2, name: "default"},
+		{in: "GF_U=4 GF_UR=2", defs: []string{"GF_U=4", "GF_UR=2"}, rw: 2, name: "u4_ur2"},
+		{in: "GF_UR=4", defs: []string{"GF_UR=4"}, rw: 2, name: "ur4"},
+		{in: "GF_PIPE=1", defs: []string{"GF_PIPE=1"}, rw: 2, name: "pipe1"},
 		{in: "GF_U", rw: 2, bad: true},
 		{in: "GW_WARPS=4", rw: 2, bad: true},
 	}
