@@ -96,7 +96,7 @@ type Backend struct {
 	attnMode    string
 	prefillMin  int // smallest batch for the tensor-core prefill attention (0: default)
 
-	moeGrouped     bool    // MoE prefill through per-expert GEMMs (moe.go, INFERNIX_CUDA_MOE_GROUPED=1)
+	moeGrouped     bool    // MoE prefill through per-expert GEMMs (moe_grouped.go; INFERNIX_CUDA_MOE_GROUPED=0 turns it off)
 	moeHost        pinned  // the grouped path's copy of the chosen experts
 	moePlan        moePlan // its per-expert row lists (reused storage)
 	moeGroupedRuns int     // MoE calls that took the grouped path (tests, benchmarks)
@@ -224,8 +224,10 @@ func New(opt Options) (*Backend, error) {
 	if os.Getenv("INFERNIX_CUDA_PREFILL_ROWS") == "128" {
 		b.prefillRows = 128
 	}
-	// Off by default until it has run on a GPU (issue 6).
-	b.moeGrouped = os.Getenv("INFERNIX_CUDA_MOE_GROUPED") == "1"
+	// On by default since run 13: a 4,096-token prefill of the
+	// Qwen3-30B-A3B config (12 layers) at 18,213 tok/s against the indexed
+	// path's 2,992, logits within 6e-3 of it.
+	b.moeGrouped = os.Getenv("INFERNIX_CUDA_MOE_GROUPED") != "0"
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
 	b.gemvWide = gemvWideConfig(os.Getenv("INFERNIX_CUDA_GEMV_WIDE"))
 	if d := envInt("INFERNIX_CUDA_ATTN_DEEP", 0); d == 1 || d == 3 {

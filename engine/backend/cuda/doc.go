@@ -62,6 +62,8 @@
 //	INFERNIX_CUDA_DECODE_ATTN=old decode attention through attn_split + attn_combine
 //	INFERNIX_CUDA_DECODE_ATTN=simt decode attention without the tensor cores (attn_decode; the
 //	                              default is attn_decode_tc where the head dim allows)
+//	INFERNIX_CUDA_MOE_GROUPED=0   MoE prefill through the indexed kernels instead of per-expert GEMMs
+//	INFERNIX_CUDA_GEMVF="GF_U=4"  a variant of the fused decode products (gemvf_variant.go)
 //	INFERNIX_CUDA_PREFILL_ROWS=128 prefill attention tiles of 128 rows (8 warps) instead of 64
 //	INFERNIX_CUDA_GEMM_ALGO=k     cuBLASLt's k-th heuristic choice for products of ≤ 64 rows
 //	INFERNIX_CUDA_ATTN_BLOCKS=N   blocks a decode-attention launch aims at (default 2 per SM)

@@ -24,8 +24,8 @@ type moeTables struct {
 // optional shared expert. Everything stays on the device, so decode steps
 // with MoE layers are captured as graphs too. Each (token, expert) pair
 // reads its expert's weights once: right for decode, slow for long prefills,
-// which INFERNIX_CUDA_MOE_GROUPED=1 sends through per-expert GEMMs instead
-// (moeGroupedRun).
+// which go through per-expert GEMMs instead (moeGroupedRun; off with
+// INFERNIX_CUDA_MOE_GROUPED=0).
 func (b *Backend) MoE(out, x backend.Tensor, m *backend.MoE) {
 	o, xx := f32t(out, "MoE"), f32t(x, "MoE")
 	T, H := xx.rows, xx.cols

@@ -8,7 +8,7 @@ import (
 	"github.com/infernix/infernix/engine/backend/cuda/driver"
 )
 
-// The grouped MoE path (INFERNIX_CUDA_MOE_GROUPED=1, issue 6). The indexed
+// The grouped MoE path (default; INFERNIX_CUDA_MOE_GROUPED=0 turns it off). The indexed
 // path runs one GEMV per (token, expert) pair, so a prefill of T tokens
 // reads every chosen expert's weights about T·K/E times. Here the routing
 // (on the device, as in the indexed path) is copied to the host once per
