@@ -314,6 +314,20 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_PIPE
 #define GF_PIPE 0  // 1: request the next GF_U chunks before adding these
 #endif
+// GF_KS: warps of a block that share an output group, each over its own
+// slice of I, their sums added in slice order through shared memory (1,
+// 2, 4 or 8; MULTI products; GF_KSR for the residual ones, default GF_KS).
+// Unlike GF_U and GF_RW this changes the order of the additions: results
+// differ from KS 1 by rounding, and stay the same from run to run. Why:
+// the products with few outputs (q|k|v, o_proj, down: 256–384 blocks) have
+// too few warps to keep the memory busy (run 13: 2.3–2.8 TB/s against
+// 3.85 for gate|up's 1,536 blocks); KS multiplies their warps.
+#ifndef GF_KS
+#define GF_KS 1
+#endif
+#ifndef GF_KSR
+#define GF_KSR GF_KS
+#endif
 #define GF_MULTI 0
 #define GF_SWIGLU 1
 #define GF_RESID 2
@@ -458,7 +472,15 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
   // kernels two (their reduction slots assume it), the others GF_RW.
   constexpr int RW = MODE == GF_SWIGLU ? 1 : (WIDE ? 2 : GF_RW);
   constexpr bool TWO = MODE == GF_SWIGLU || RW == 2;  // two weight rows per warp
-  const int o0 = (blk * GW_WARPS + warp) * RW;
+  // Warps per output group (GF_KS): warp = group·KS + slice.
+  constexpr int KS = (WIDE || MODE == GF_SWIGLU) ? 1 : (MODE == GF_RESID ? GF_KSR : GF_KS);
+  const int kslice = warp % KS;
+  const int o0 = (blk * (GW_WARPS / KS) + warp / KS) * RW;
+  if (KS > 1) {
+    const int ks = ((I + KS - 1) / KS + 255) & ~255;
+    k0 = min(I, kslice * ks);
+    k1 = min(I, k0 + ks);
+  }
   // Rows past O repeat the last row: loads stay in bounds, results are
   // dropped, and every warp still sums x² (the h write-back needs no
   // block synchronisation).
@@ -557,14 +579,43 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     return;
   }
   float inv[R];
+  if (KS > 1) {
+    // The group's slices add up in slice order: the same in every block,
+    // so 1/rms is too.
+    __shared__ float red[GW_WARPS][R][3];
 #pragma unroll
-  for (int r = 0; r < R; r++) {
-    inv[r] = 1.f;
-    if (NORM) inv[r] = 1.f / sqrtf(warp_sum(ss[r]) / (float)I + p.eps);
-    acc[r][0] = warp_sum(acc[r][0]) * inv[r];
-    if (TWO) acc[r][1] = warp_sum(acc[r][1]) * inv[r];
+    for (int r = 0; r < R; r++) {
+      const float a0 = warp_sum(acc[r][0]), a1 = TWO ? warp_sum(acc[r][1]) : 0.f, q = NORM ? warp_sum(ss[r]) : 0.f;
+      if (lane == 0) {
+        red[warp][r][0] = a0;
+        red[warp][r][1] = a1;
+        red[warp][r][2] = q;
+      }
+    }
+    __syncthreads();
+    const int first = warp - kslice;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      float a0 = 0.f, a1 = 0.f, q = 0.f;
+      for (int j = 0; j < KS; j++) {
+        a0 += red[first + j][r][0];
+        a1 += red[first + j][r][1];
+        q += red[first + j][r][2];
+      }
+      inv[r] = NORM ? 1.f / sqrtf(q / (float)I + p.eps) : 1.f;
+      acc[r][0] = a0 * inv[r];
+      acc[r][1] = a1 * inv[r];
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      inv[r] = 1.f;
+      if (NORM) inv[r] = 1.f / sqrtf(warp_sum(ss[r]) / (float)I + p.eps);
+      acc[r][0] = warp_sum(acc[r][0]) * inv[r];
+      if (TWO) acc[r][1] = warp_sum(acc[r][1]) * inv[r];
+    }
   }
-  if (lane == 0) {
+  if (lane == 0 && kslice == 0) {
 #pragma unroll
     for (int r = 0; r < R; r++) {
       if (r >= T) break;

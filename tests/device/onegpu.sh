@@ -21,7 +21,8 @@ if [ -n "${DEMO_VARIANTS:-}" ]; then
 fi
 [ -n "${FIRST_GROUPS:-}" ] && CUDA_GROUPS="$FIRST_GROUPS" bash tests/device/run.sh run "$work/first" > "$work/first.txt" 2>&1
 touch "$go"
-[ -n "${LATE_GROUPS:-}" ] && CUDA_GROUPS="$LATE_GROUPS" bash tests/device/run.sh run "$work/late" > "$work/late.txt" 2>&1
+# LATE_ENV="INFERNIX_CUDA_GEMVF=GF_KS=4": settings for the late groups alone.
+[ -n "${LATE_GROUPS:-}" ] && env ${LATE_ENV:-} CUDA_GROUPS="$LATE_GROUPS" bash tests/device/run.sh run "$work/late" > "$work/late.txt" 2>&1
 [ -n "$demo_pid" ] && wait "$demo_pid"
 for v in ${DEMO_VARIANTS:-}; do [ -f "$work/demo/$v.tgz" ] && cp "$work/demo/$v.tgz" "$out/"; done
 rm -f "$work/demo/"*.tgz

@@ -422,11 +422,12 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 					res["gemvf_error"] = fmt.Sprintf("%s: %v", sp, err)
 					return
 				}
-				name := "decode_1lane_ctx512_gemvf_" + v.name()
+				name := v.name()
 				if seen[name]++; seen[name] > 1 {
 					name += fmt.Sprintf("_%d", seen[name])
 				}
-				decode(name, [][]int32{seqBlocks(100, 16)}, 512, 64)
+				decode("decode_1lane_ctx512_gemvf_"+name, [][]int32{seqBlocks(100, 16)}, 512, 64)
+				decode("decode_1lane_ctx32k_gemvf_"+name, [][]int32{seqBlocks(200, 520)}, 32880, 16)
 			}
 		}
 	}()

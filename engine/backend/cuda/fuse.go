@@ -366,10 +366,7 @@ func (b *Backend) flush() {
 func (b *Backend) launchGemvf(q *pending) {
 	var a [15]uint64
 	var nb [3]int
-	per := gemvfWarps * b.gemvf.rw
-	if q.epi == epiSwiGLU {
-		per = gemvfWarps // one output (two weight rows) per warp
-	}
+	per := b.gemvf.rowsPerBlock(q.epi)
 	total := 0
 	for i := 0; i < q.n; i++ {
 		j := q.jobs[i]
@@ -401,8 +398,9 @@ func (b *Backend) launchGemvf(q *pending) {
 		total = nb[0] // both rows of an output in one warp
 	}
 	ri := gemvIndex(q.T)
-	// The split-K kernels keep two outputs per warp: not with GF_RW=1.
-	if kw := b.k.gemvfw[q.epi][norm][ri]; kw != nil && b.gemvWide != 0 && (b.gemvf.rw == 2 || q.epi == epiSwiGLU) {
+	// The split-K kernels keep two outputs per warp (not with GF_RW=1) and
+	// all of I (not with GF_KS).
+	if kw := b.k.gemvfw[q.epi][norm][ri]; kw != nil && b.gemvWide != 0 && (b.gemvf.rw == 2 || q.epi == epiSwiGLU) && !b.gemvf.splitsK(q.epi) {
 		if S := b.wideSplits(total, q.I, kw.regs); S > 1 && total <= gemvWideCounters {
 			R := [4]int{1, 2, 4, 8}[ri]
 			// struct GemvP: then part (GF_CNT_MAX counters, then

@@ -23,24 +23,47 @@ import (
 // the default), GF_U=1 and 3 a little faster, and GF_U=2 the fastest:
 // 205 and 214 tok/s against 195, so 2 became the default. The bench keeps
 // measuring the old default and the nearest others.
-var benchGemvfVariants = []string{"GF_U=4", "GF_U=1", "GF_U=3", "GF_RW=1"}
+// GF_KS (warps that share an output group) is measured at 2, 4 and 8, and
+// for the residual products alone (GF_KSR).
+var benchGemvfVariants = []string{"GF_U=4", "GF_KS=2", "GF_KS=4", "GF_KS=8", "GF_KSR=4", "GF_KS=2 GF_KSR=4", "GF_KS=4 GF_U=4"}
 
 // gemvfVariant is a parsed INFERNIX_CUDA_GEMVF.
 type gemvfVariant struct {
 	defs []string // -D defines for gemv.cu, in a fixed order (the kernel cache key)
 	rw   int      // outputs per warp of the non-SwiGLU products
+	ks   int      // warps per output group of the q|k|v-style products (GF_KS)
+	ksr  int      // and of the residual ones (GF_KSR)
+}
+
+// rowsPerBlock is how many outputs a block of the fused kernel for epi
+// computes.
+func (v gemvfVariant) rowsPerBlock(epi int) int {
+	switch epi {
+	case epiSwiGLU:
+		return gemvfWarps // one output (two weight rows) per warp
+	case epiResid:
+		return gemvfWarps * v.rw / v.ksr
+	}
+	return gemvfWarps * v.rw / v.ks
+}
+
+// splitsK says whether epi's products split I between warps (GF_KS), which
+// the split-K kernels (gemvfw_*) do not combine with.
+func (v gemvfVariant) splitsK(epi int) bool {
+	return epi == epiResid && v.ksr > 1 || epi == epiNone && v.ks > 1
 }
 
 // parseGemvfVariant reads "GF_RW=1 GF_U=8" (spaces or commas); the empty
 // string is the default variant.
 func parseGemvfVariant(s string) (gemvfVariant, error) {
-	v := gemvfVariant{rw: 2}
-	u, ur, pipe := 0, 0, 0
+	v := gemvfVariant{rw: 2, ks: 1, ksr: 1}
+	bad := gemvfVariant{rw: 2, ks: 1, ksr: 1}
+	u, ur, pipe, ks, ksr := 0, 0, 0, 0, 0
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
 		name, val, ok := strings.Cut(f, "=")
 		n, err := strconv.Atoi(val)
 		if !ok || err != nil {
-			return gemvfVariant{rw: 2}, fmt.Errorf("%q is not NAME=integer", f)
+			return bad, fmt.Errorf("%q is not NAME=integer", f)
 		}
 		switch {
 		case name == "GF_RW" && (n == 1 || n == 2):
@@ -51,9 +74,22 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 			ur = n
 		case name == "GF_PIPE" && (n == 0 || n == 1):
 			pipe = n
+		case name == "GF_KS" && (n == 1 || n == 2 || n == 4 || n == 8):
+			ks = n
+		case name == "GF_KSR" && (n == 1 || n == 2 || n == 4 || n == 8):
+			ksr = n
 		default:
-			return gemvfVariant{rw: 2}, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1", f)
+			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8", f)
 		}
+	}
+	if ks > 1 {
+		v.defs = append(v.defs, fmt.Sprintf("GF_KS=%d", ks))
+		v.ks = ks
+	}
+	v.ksr = v.ks // GF_KSR defaults to GF_KS
+	if ksr != 0 && ksr != v.ks {
+		v.defs = append(v.defs, fmt.Sprintf("GF_KSR=%d", ksr))
+		v.ksr = ksr
 	}
 	if pipe != 0 {
 		v.defs = append(v.defs, "GF_PIPE=1")

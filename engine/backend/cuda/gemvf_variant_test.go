@@ -26,6 +26,10 @@ func TestParseGemvfVariant(t *testing.T) {
 		{in: "GF_U=4 GF_UR=2", defs: []string{"GF_U=4", "GF_UR=2"}, rw: 2, name: "u4_ur2"},
 		{in: "GF_UR=4", defs: []string{"GF_UR=4"}, rw: 2, name: "ur4"},
 		{in: "GF_PIPE=1", defs: []string{"GF_PIPE=1"}, rw: 2, name: "pipe1"},
+		{in: "GF_KS=4", defs: []string{"GF_KS=4"}, rw: 2, name: "ks4"},
+		{in: "GF_KS=2 GF_KSR=4", defs: []string{"GF_KS=2", "GF_KSR=4"}, rw: 2, name: "ks2_ksr4"},
+		{in: "GF_KS=4 GF_KSR=4", defs: []string{"GF_KS=4"}, rw: 2, name: "ks4"},
+		{in: "GF_KS=3", rw: 2, bad: true},
 		{in: "GF_U", rw: 2, bad: true},
 		{in: "GW_WARPS=4", rw: 2, bad: true},
 	}
@@ -40,6 +44,32 @@ func TestParseGemvfVariant(t *testing.T) {
 		}
 		if !c.bad && v.name() != c.name {
 			t.Errorf("%q: name %q, want %q", c.in, v.name(), c.name)
+		}
+	}
+}
+
+func TestGemvfRowsPerBlock(t *testing.T) {
+	for _, c := range []struct {
+		spec                 string
+		multi, swiglu, resid int
+		splitM, splitR       bool
+	}{
+		{"", 16, 8, 16, false, false},
+		{"GF_RW=1", 8, 8, 8, false, false},
+		{"GF_KS=4", 4, 8, 4, true, true},
+		{"GF_KSR=4", 16, 8, 4, false, true},
+		{"GF_KS=2 GF_KSR=8", 8, 8, 2, true, true},
+		{"GF_KS=8 GF_RW=1", 1, 8, 1, true, true},
+	} {
+		v, err := parseGemvfVariant(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, s, r := v.rowsPerBlock(epiNone), v.rowsPerBlock(epiSwiGLU), v.rowsPerBlock(epiResid); m != c.multi || s != c.swiglu || r != c.resid {
+			t.Errorf("%q: rows per block %d/%d/%d, want %d/%d/%d", c.spec, m, s, r, c.multi, c.swiglu, c.resid)
+		}
+		if v.splitsK(epiNone) != c.splitM || v.splitsK(epiResid) != c.splitR || v.splitsK(epiSwiGLU) {
+			t.Errorf("%q: splitsK %v/%v/%v", c.spec, v.splitsK(epiNone), v.splitsK(epiSwiGLU), v.splitsK(epiResid))
 		}
 	}
 }

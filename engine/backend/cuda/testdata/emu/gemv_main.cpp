@@ -51,10 +51,11 @@ int main() {
   readn(aux0.data(), 4 * aux0.size());
   const float nan = __uint_as_float(0x7fc00000u);
   // Row groups: the split-K kernels keep two outputs per warp, the plain
-  // ones GF_RW (SwiGLU one, gate and up).
+  // ones GF_RW (SwiGLU one, gate and up) per GF_KS warps.
   int nbw[3] = {0, 0, 0}, nbp[3] = {0, 0, 0}, totalWide = 0, totalPlain = 0;
   for (int j = 0; j < n; j++) {
-    const int rw = mode == GF_SWIGLU ? GW_WARPS : GW_BLOCK_ROWS, rp = mode == GF_SWIGLU ? GW_WARPS : GW_WARPS * GF_RW;
+    const int ks = mode == GF_RESID ? GF_KSR : GF_KS;
+    const int rw = mode == GF_SWIGLU ? GW_WARPS : GW_BLOCK_ROWS, rp = mode == GF_SWIGLU ? GW_WARPS : GW_WARPS * GF_RW / ks;
     nbw[j] = (O[j] + rw - 1) / rw, nbp[j] = (O[j] + rp - 1) / rp;
     totalWide += nbw[j], totalPlain += nbp[j];
   }
