@@ -333,6 +333,28 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		b.FillKV(kv, 7, 1)
 	}
 	decode("decode_1lane_ctx32k", [][]int32{seqBlocks(200, 520)}, 32768, 32)
+	// INFERNIX_BENCH_ATTN_BLOCKS="528,1056": decode at 32K with the decode
+	// attention aiming at that many blocks (INFERNIX_CUDA_ATTN_BLOCKS),
+	// the default before each; INFERNIX_BENCH_STOP=attn ends the bench
+	// there.
+	if e := os.Getenv("INFERNIX_BENCH_ATTN_BLOCKS"); e != "" {
+		saved := b.attnBlocks
+		for i, f := range strings.Split(e, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				panic(fmt.Sprintf("INFERNIX_BENCH_ATTN_BLOCKS: %v", err))
+			}
+			b.attnBlocks = saved
+			decode(fmt.Sprintf("decode_1lane_ctx32k_blocks_default_%d", i), [][]int32{seqBlocks(200, 520)}, 32768, 32)
+			b.attnBlocks = n
+			decode(fmt.Sprintf("decode_1lane_ctx32k_blocks%d", n), [][]int32{seqBlocks(200, 520)}, 32768, 32)
+			decode(fmt.Sprintf("decode_1lane_ctx512_blocks%d", n), [][]int32{seqBlocks(100, 16)}, 512, 32)
+		}
+		b.attnBlocks = saved
+		if os.Getenv("INFERNIX_BENCH_STOP") == "attn" {
+			return res
+		}
+	}
 	// 16 lanes at 512 each.
 	var lanes [][]int32
 	for i := 0; i < 16; i++ {
