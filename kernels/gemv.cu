@@ -312,7 +312,7 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #define GF_RW 2
 #endif
 #ifndef GF_PIPE
-#define GF_PIPE 0  // 1: request the next GF_U chunks before adding these
+#define GF_PIPE 0  // 1: request the next GF_U chunks before adding these (run 13: no faster)
 #endif
 // GF_KS: warps of a block that share an output group, each over its own
 // slice of I, their sums added in slice order through shared memory (1,
@@ -321,7 +321,9 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 // differ from KS 1 by rounding, and stay the same from run to run. Why:
 // the products with few outputs (q|k|v, o_proj, down: 256–384 blocks) have
 // too few warps to keep the memory busy (run 13: 2.3–2.8 TB/s against
-// 3.85 for gate|up's 1,536 blocks); KS multiplies their warps.
+// 3.85 for gate|up's 1,536 blocks); KS multiplies their warps. Measured
+// (run 13): KS 2 within noise of 1, 4 and 8 slower, so warps are not what
+// those products lack; kept for other GPUs and shapes.
 #ifndef GF_KS
 #define GF_KS 1
 #endif
