@@ -194,3 +194,19 @@ func floatToHalf(f float32) uint16 {
 	}
 	return h
 }
+
+// addExperts gives m (device) and mc (CPU) the same E random SwiGLU
+// experts of H → I → H, and with shared a shared expert of width 2·I.
+func addExperts(t testing.TB, b *Backend, r *rand.Rand, dt backend.DType, m, mc *backend.MoE, E, H, I int, shared bool) {
+	for e := 0; e < E; e++ {
+		g, u, d := weight(t, b, r, dt, I, H, 0.2), weight(t, b, r, dt, I, H, 0.2), weight(t, b, r, dt, H, I, 0.2)
+		m.Gate, mc.Gate = append(m.Gate, g.g), append(mc.Gate, g.c)
+		m.Up, mc.Up = append(m.Up, u.g), append(mc.Up, u.c)
+		m.Down, mc.Down = append(m.Down, d.g), append(mc.Down, d.c)
+	}
+	if shared {
+		g, u, d := weight(t, b, r, dt, 2*I, H, 0.2), weight(t, b, r, dt, 2*I, H, 0.2), weight(t, b, r, dt, H, 2*I, 0.2)
+		m.SharedGate, m.SharedUp, m.SharedDown = g.g, u.g, d.g
+		mc.SharedGate, mc.SharedUp, mc.SharedDown = g.c, u.c, d.c
+	}
+}

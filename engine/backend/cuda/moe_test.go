@@ -179,17 +179,7 @@ func TestMoEGrouped(t *testing.T) {
 		mc := &backend.MoE{TopK: c.K, NormTopK: c.norm}
 		rt := routerWeight(t, b, r, c.dt, c.E, c.H, c.K)
 		m.Router, mc.Router = rt.g, rt.c
-		for e := 0; e < c.E; e++ {
-			g, u, d := weight(t, b, r, c.dt, c.I, c.H, 0.2), weight(t, b, r, c.dt, c.I, c.H, 0.2), weight(t, b, r, c.dt, c.H, c.I, 0.2)
-			m.Gate, mc.Gate = append(m.Gate, g.g), append(mc.Gate, g.c)
-			m.Up, mc.Up = append(m.Up, u.g), append(mc.Up, u.c)
-			m.Down, mc.Down = append(m.Down, d.g), append(mc.Down, d.c)
-		}
-		if c.shared {
-			g, u, d := weight(t, b, r, c.dt, 2*c.I, c.H, 0.2), weight(t, b, r, c.dt, 2*c.I, c.H, 0.2), weight(t, b, r, c.dt, c.H, 2*c.I, 0.2)
-			m.SharedGate, m.SharedUp, m.SharedDown = g.g, u.g, d.g
-			mc.SharedGate, mc.SharedUp, mc.SharedDown = g.c, u.c, d.c
-		}
+		addExperts(t, b, r, c.dt, m, mc, c.E, c.H, c.I, c.shared)
 		for _, T := range []int{9, 64, 300} {
 			name := fmt.Sprintf("E%d_K%d_%v_norm%v_T%d", c.E, c.K, c.dt, c.norm, T)
 			x := act(t, b, r, T, c.H, 1)

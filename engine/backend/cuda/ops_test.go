@@ -145,20 +145,10 @@ func TestMoE(t *testing.T) {
 		mc := &backend.MoE{TopK: c.K, NormTopK: c.norm}
 		rt := weight(t, b, r, c.dt, c.E, c.H, 1)
 		m.Router, mc.Router = rt.g, rt.c
-		for e := 0; e < c.E; e++ {
-			g, u, d := weight(t, b, r, c.dt, c.I, c.H, 0.2), weight(t, b, r, c.dt, c.I, c.H, 0.2), weight(t, b, r, c.dt, c.H, c.I, 0.2)
-			m.Gate, mc.Gate = append(m.Gate, g.g), append(mc.Gate, g.c)
-			m.Up, mc.Up = append(m.Up, u.g), append(mc.Up, u.c)
-			m.Down, mc.Down = append(m.Down, d.g), append(mc.Down, d.c)
-		}
-		if c.shared {
-			g, u, d := weight(t, b, r, c.dt, 2*c.I, c.H, 0.2), weight(t, b, r, c.dt, 2*c.I, c.H, 0.2), weight(t, b, r, c.dt, c.H, 2*c.I, 0.2)
-			m.SharedGate, m.SharedUp, m.SharedDown = g.g, u.g, d.g
-			mc.SharedGate, mc.SharedUp, mc.SharedDown = g.c, u.c, d.c
-			if c.gate {
-				sg := weight(t, b, r, c.dt, 1, c.H, 0.5)
-				m.SharedExpertGate, mc.SharedExpertGate = sg.g, sg.c
-			}
+		addExperts(t, b, r, c.dt, m, mc, c.E, c.H, c.I, c.shared)
+		if c.shared && c.gate {
+			sg := weight(t, b, r, c.dt, 1, c.H, 0.5)
+			m.SharedExpertGate, mc.SharedExpertGate = sg.g, sg.c
 		}
 		for _, T := range []int{1, 5, 40} {
 			x := act(t, b, r, T, c.H, 1)
