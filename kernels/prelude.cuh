@@ -104,6 +104,18 @@ template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i,
 // (weights) may be read before it. PDL_LAUNCH lets the next kernel start
 // its own prologue. Both are no-ops without the launch attribute and before
 // sm_90.
+// Where a block lets the next kernel launch (PDL_TRIGGER, a define for every
+// module: INFERNIX_CUDA_PDL_TRIGGER): 0, at entry, right after the wait, so
+// the next grid's blocks may take the SM slots this grid leaves free and
+// load their weights during its whole run; 1, at PDL_LATE, which the long
+// kernels (products, attention) reach after their main loop, so the next
+// grid lands during this one's tail only (the others trigger at exit); 2, at
+// exit, so no blocks of the next grid wait on an SM (what remains is the
+// launch itself). Placement never changes a result: the next kernel's
+// PDL_WAIT still waits for this grid to complete.
+#ifndef PDL_TRIGGER
+#define PDL_TRIGGER 0
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
 #define PDL_LAUNCH() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
@@ -111,10 +123,14 @@ template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i,
 #define PDL_WAIT()
 #define PDL_LAUNCH()
 #endif
-#define PDL_ENTRY() \
-  do {              \
-    PDL_WAIT();     \
-    PDL_LAUNCH();   \
+#define PDL_ENTRY()                    \
+  do {                                 \
+    PDL_WAIT();                        \
+    if (PDL_TRIGGER == 0) PDL_LAUNCH(); \
+  } while (0)
+#define PDL_LATE()                     \
+  do {                                 \
+    if (PDL_TRIGGER == 1) PDL_LAUNCH(); \
   } while (0)
 
 __device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }

@@ -78,6 +78,7 @@ type Backend struct {
 	pdl         bool         // programmatic dependent launch for kernels that allow it
 	pdlOK       bool         // the device and driver could do PDL
 	pdlRefused  bool         // the driver refused a PDL launch: plain launches only
+	globalDefs  []string     // -D defines for every module (PDL_TRIGGER)
 	attnOld     bool         // decode attention through attn_split + attn_combine
 	attnTC      bool         // decode attention through attn_decode_tc (unless INFERNIX_CUDA_DECODE_ATTN=simt or old)
 	prefillRows int          // rows of a tensor-core prefill tile: 64, or 128 (INFERNIX_CUDA_PREFILL_ROWS)
@@ -188,6 +189,11 @@ func New(opt Options) (*Backend, error) {
 	var verr error
 	if b.gemvf, verr = parseGemvfVariant(os.Getenv("INFERNIX_CUDA_GEMVF")); verr != nil {
 		b.logf("cuda: INFERNIX_CUDA_GEMVF: %v; the default fused products are used", verr)
+	}
+	// Where PDL kernels let the next one launch (kernels/prelude.cuh):
+	// 0 at entry (the default), 1 after their main loop, 2 at exit.
+	if v := os.Getenv("INFERNIX_CUDA_PDL_TRIGGER"); v == "1" || v == "2" {
+		b.globalDefs = []string{"PDL_TRIGGER=" + v}
 	}
 	if err := b.loadKernels(); err != nil {
 		b.release()

@@ -60,7 +60,7 @@ func (v gemvfVariant) splitsK(epi int) bool {
 func parseGemvfVariant(s string) (gemvfVariant, error) {
 	v := gemvfVariant{rw: 2, ks: 1, ksr: 1}
 	bad := gemvfVariant{rw: 2, ks: 1, ksr: 1}
-	u, ur, pipe, ks, ksr := 0, 0, 0, 0, 0
+	u, ur, pipe, ks, ksr, trig := 0, 0, 0, 0, 0, -1
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
 		name, val, ok := strings.Cut(f, "=")
 		n, err := strconv.Atoi(val)
@@ -80,8 +80,10 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 			ks = n
 		case name == "GF_KSR" && (n == 1 || n == 2 || n == 4 || n == 8):
 			ksr = n
+		case name == "PDL_TRIGGER" && n >= 0 && n <= 2:
+			trig = n
 		default:
-			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8", f)
+			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8, PDL_TRIGGER 0 to 2", f)
 		}
 	}
 	if ks > 1 {
@@ -108,6 +110,12 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 	}
 	if ur != 0 && ur != eff {
 		v.defs = append(v.defs, fmt.Sprintf("GF_UR=%d", ur))
+	}
+	// Where the products let the next kernel launch under PDL
+	// (kernels/prelude.cuh); it overrides INFERNIX_CUDA_PDL_TRIGGER for
+	// gemv.cu.
+	if trig >= 0 {
+		v.defs = append(v.defs, fmt.Sprintf("PDL_TRIGGER=%d", trig))
 	}
 	return v, nil
 }

@@ -27,6 +27,9 @@ typedef unsigned long long u64;
 #define PDL_ENTRY() \
   do {              \
   } while (0)
+#define PDL_LATE() \
+  do {             \
+  } while (0)
 #define NEG_INF (-INFINITY)
 
 struct emu_dim3 {
