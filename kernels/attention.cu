@@ -289,7 +289,7 @@ __device__ __forceinline__ void decode_load(u16* st, const u16* __restrict__ kc,
 // merges them all into out. smem: the block's dead K/V stages (G·nz floats
 // at least; the host keeps nz ≤ MERGE_CAP/G).
 template <int NTD>
-__device__ __forceinline__ void decode_merge(float* out, float* part, int* cnt, float* smem, int t, int h, int heads, int kvh,
+__device__ __forceinline__ bool decode_merge(float* out, float* part, int* cnt, float* smem, int t, int h, int heads, int kvh,
                                              int zmax, int nz) {
   __shared__ float Ls[G];
   __shared__ int last;
@@ -299,7 +299,7 @@ __device__ __forceinline__ void decode_merge(float* out, float* part, int* cnt, 
   __syncthreads();
   if (tid == 0) last = atomicAdd(cnt + t * kvh + h, 1) == nz - 1;
   __syncthreads();
-  if (!last) return;
+  if (!last) return false;
   __threadfence();
   // Other blocks' partials are read through L2 (__ldcg): never from L1.
   // The split weights exp(m_z − M) go to shared memory (the dead K/V
@@ -349,6 +349,7 @@ __device__ __forceinline__ void decode_merge(float* out, float* part, int* cnt, 
     }
   }
   if (tid == 0) cnt[t * kvh + h] = 0;
+  return true;
 }
 
 // The decode kernel body: NTD threads (a multiple of TP), ST stages, SWZ
@@ -485,6 +486,7 @@ __device__ __forceinline__ void attn_decode_impl(const u16* __restrict__ kc, con
     __syncthreads();  // the next prefetch overwrites this stage; ps and sc are rewritten
   }
   cp_async_wait<0>();
+  PDL_LATE();
   // Sums of exponentials over the block (only the first TP threads hold any).
 #pragma unroll
   for (int g = 0; g < G; g++) {
@@ -546,6 +548,85 @@ extern "C" __global__ void __launch_bounds__(DNT_DEEP) attn_decode_deep3(ATTN_DE
   attn_decode_impl<DNT_DEEP, DSTAGES, DSWZ_DEEP, KVDT>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
 }
 
+// ---------------------------------------------------------------------------
+// The per-head preparation of q and k for attention (attn_prep, and
+// attn_decode_tc_prep where it is folded into the decode attention): one
+// warp's row of HD values in v (lane + 32·e), RMSNorm'd with nw (null:
+// none), then rotated (rotate-half RoPE) with the cos and sin rows c and s
+// of the token's position (c null or half 0: none). buf is HD floats of the
+// warp's shared memory; on return v holds the result and buf is free.
+#define PE ((HD + 31) / 32)
+__device__ __forceinline__ void prep_row(float (&v)[PE], const float* nw, float eps, const float* c, const float* s, int half,
+                                         float* buf) {
+  const int lane = threadIdx.x & 31;
+  if (nw != 0) {
+    float ss = 0.f;
+#pragma unroll
+    for (int e = 0; e < PE; e++) ss += v[e] * v[e];
+    ss = warp_sum(ss);
+    const float inv = 1.f / sqrtf(ss / (float)HD + eps);
+#pragma unroll
+    for (int e = 0; e < PE; e++) {
+      const int j = lane + 32 * e;
+      if (j < HD) v[e] = v[e] * inv * nw[j];
+    }
+  }
+  if (c != 0 && half > 0) {
+#pragma unroll
+    for (int e = 0; e < PE; e++) {
+      const int j = lane + 32 * e;
+      if (j < HD) buf[j] = v[e];
+    }
+    __syncwarp();
+#pragma unroll
+    for (int e = 0; e < PE; e++) {
+      const int j = lane + 32 * e;
+      if (j < half) {
+        v[e] = buf[j] * c[j] - buf[j + half] * s[j];
+      } else if (j < 2 * half) {
+        const int i = j - half;
+        v[e] = buf[j] * c[i] + buf[i] * s[i];
+      }
+    }
+    __syncwarp();
+  }
+}
+
+// One warp's row of HD floats into v (zero past HD).
+__device__ __forceinline__ void load_row(float (&v)[PE], const float* row) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int e = 0; e < PE; e++) {
+    const int j = lane + 32 * e;
+    v[e] = j < HD ? row[j] : 0.f;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// What comes between the q/k/v products and attention, in one launch: per
+// head, the RMSNorm of q and k (qw/kw null: none), rotate-half RoPE at pos[t]
+// (cosT null: none), q and k written back in place, and k and v stored as
+// KVDT into the paged cache (as kv_store). One warp per (token, head) row of
+// q, k and v; rows of HD elements.
+struct PrepP {
+  float* q;
+  float* k;
+  const float* v;
+  const float* qw;
+  const float* kw;
+  const float* cosT;
+  const float* sinT;
+  const int* pos;
+  const int* tokTab;
+  const int* tabs;
+  u16* kc;
+  u16* vc;
+  int T, heads, kvh, half;
+  float qeps, keps;
+};
+
+#define PREP_WARPS 4
+
 // attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): attn_decode's grid, splits
 // and merge with the products on the tensor cores, as prefill.cu computes
 // them. The G query heads of token t are the rows of one 16-row mma tile
@@ -558,11 +639,43 @@ extern "C" __global__ void __launch_bounds__(DNT_DEEP) attn_decode_deep3(ATTN_DE
 // 32K); here a tile costs each warp 2·HD/16 + HD/8 mma.
 #if HD % 16 == 0 && HD <= 128 && G <= 16
 #define TCW (NT / 32)
-template <int KT>
-__device__ __forceinline__ void attn_decode_tc_impl(const u16* __restrict__ kc, const u16* __restrict__ vc, const float* __restrict__ q,
-                                                    float* out, float* part, int* cnt, const int* __restrict__ tokTab,
-                                                    const int* __restrict__ pos, const int* __restrict__ tabs, int kvh, float scale,
-                                                    int zmax, int chunk) {
+
+// attn_decode_tc_prep: attn_decode_tc with attn_prep folded in, for a batch
+// whose tokens are all of different sequences (the host checks), so that
+// no block reads a position another block of the launch stores. Every
+// block prepares its G query heads itself from the raw q (in shared
+// memory; the splits of a head compute the same values); the last split of
+// (t, h), the one whose range holds position pos[t], prepares k and v,
+// stores them into the cache (and k back into its row) before loading its
+// first tile; the block that writes the output (the merging one, or the
+// only split) writes the prepared q back over the raw one, after every
+// other split of (t, h) has read it. Results are attn_prep's then
+// attn_decode_tc's, bit for bit.
+struct DecodePrepP {
+  u16* kc;
+  u16* vc;
+  float* q;
+  float* out;
+  float* part;
+  int* cnt;
+  const int* tokTab;
+  const int* pos;
+  const int* tabs;
+  float* k;
+  const float* v;
+  const float* qw;
+  const float* kw;
+  const float* cosT;
+  const float* sinT;
+  int kvh, zmax, chunk, half;
+  float scale, qeps, keps;
+};
+
+template <int KT, bool PREP = false>
+__device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc, const float* q, float* out, float* part, int* cnt,
+                                                    const int* __restrict__ tokTab, const int* __restrict__ pos,
+                                                    const int* __restrict__ tabs, int kvh, float scale, int zmax, int chunk,
+                                                    const DecodePrepP* pp = 0) {
   constexpr int STG = 2 * TP * KV_LD;
   PDL_ENTRY();
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
@@ -576,15 +689,61 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* __restrict__ kc, 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gq = lane >> 2, tq = lane & 3;  // mma fragment coordinates
   EXTERN_SMEM(u16, kvs);
+  __shared__ float qprep[PREP ? G * HD : 1];
+  __shared__ float kbuf[PREP ? HD : 1];
 
   const int* tab = tabs + tokTab[t];
+  // With PREP, the split that holds the new position stores it first.
+  const bool early = !PREP || z != nz - 1;
+  if (early) {
 #pragma unroll
-  for (int i = 0; i < DSTAGES - 1; i++) {
-    if (i < ntiles) decode_load<NT, 0, true>(kvs + i * STG, kc, vc, tab, start + i * TP, end, kvh, h);
-    cp_async_commit();
+    for (int i = 0; i < DSTAGES - 1; i++) {
+      if (i < ntiles) decode_load<NT, 0, true>(kvs + i * STG, kc, vc, tab, start + i * TP, end, kvh, h);
+      cp_async_commit();
+    }
+  }
+  if (PREP) {
+    const long cs = (long)(len - 1) * pp->half;
+    const float* c = pp->cosT == 0 ? 0 : pp->cosT + cs;
+    const float* sn = pp->sinT + cs;
+    for (int g = warp; g < G; g += TCW) {
+      float v[PE];
+      load_row(v, q + ((long)t * heads + (long)h * G + g) * HD);
+      prep_row(v, pp->qw, pp->qeps, c, sn, pp->half, qprep + g * HD);
+#pragma unroll
+      for (int e = 0; e < PE; e++) {
+        const int j = lane + 32 * e;
+        if (j < HD) qprep[g * HD + j] = v[e];
+      }
+    }
+    if (!early && warp < 2) {
+      // Warp 0: k (prepared, and written back to its row); warp 1: v.
+      float* row = (warp == 0 ? pp->k : (float*)pp->v) + ((long)t * kvh + h) * HD;
+      float v[PE];
+      load_row(v, row);
+      if (warp == 0) prep_row(v, pp->kw, pp->keps, c, sn, pp->half, kbuf);
+      const long blk = tab[(len - 1) >> 6];
+      u16* dst = (warp == 0 ? pp->kc : pp->vc) + ((blk * kvh + h) * 64 + ((len - 1) & 63)) * HD;
+#pragma unroll
+      for (int e = 0; e < PE; e++) {
+        const int j = lane + 32 * e;
+        if (j < HD) {
+          dst[j] = kv_enc<KT>(v[e]);
+          if (warp == 0) row[j] = v[e];
+        }
+      }
+    }
+    __syncthreads();  // qprep, and the stored position, before they are read
+    if (!early) {
+#pragma unroll
+      for (int i = 0; i < DSTAGES - 1; i++) {
+        if (i < ntiles) decode_load<NT, 0, true>(kvs + i * STG, kc, vc, tab, start + i * TP, end, kvh, h);
+        cp_async_commit();
+      }
+    }
   }
   // Q fragments: rows gq and gq + 8 are heads h·G + row (zero past G).
-  const float* qrow = q + ((long)t * heads + (long)h * G) * HD;
+  const float* qrow = PREP ? qprep : q + ((long)t * heads + (long)h * G) * HD;
   u32 qa[HD / 16][4];
 #pragma unroll
   for (int ks = 0; ks < HD / 16; ks++) {
@@ -652,6 +811,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* __restrict__ kc, 
     __syncthreads();  // the stage is overwritten by the load issued next iteration
   }
   cp_async_wait<0>();
+  PDL_LATE();
 #pragma unroll
   for (int i = 0; i < 2; i++) {
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
@@ -700,43 +860,31 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* __restrict__ kc, 
       }
     }
   }
-  if (single) return;
-  __syncthreads();  // mw, lw and ow are read before the merge reuses the stages
-  decode_merge<NT>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz);
+  bool wrote = single;
+  if (!single) {
+    __syncthreads();  // mw, lw and ow are read before the merge reuses the stages
+    wrote = decode_merge<NT>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz);
+  }
+  if (PREP && wrote) {
+    // Every other split of (t, h) has counted, so has read the raw q.
+    float* qd = (float*)q + ((long)t * heads + (long)h * G) * HD;
+    for (int i = tid; i < G * HD; i += NT) qd[i] = qprep[i];
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc(ATTN_DECODE_ARGS) {
   attn_decode_tc_impl<KVDT>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
 }
+
+extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const DecodePrepP p) {
+  attn_decode_tc_impl<KVDT, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale, p.zmax, p.chunk,
+                                  &p);
+}
 #endif
 
-// ---------------------------------------------------------------------------
-// What comes between the q/k/v products and attention, in one launch: per
-// head, the RMSNorm of q and k (qw/kw null: none), rotate-half RoPE at pos[t]
-// (cosT null: none), q and k written back in place, and k and v stored as
-// KVDT into the paged cache (as kv_store). One warp per (token, head) row of
-// q, k and v; rows of HD elements.
-struct PrepP {
-  float* q;
-  float* k;
-  const float* v;
-  const float* qw;
-  const float* kw;
-  const float* cosT;
-  const float* sinT;
-  const int* pos;
-  const int* tokTab;
-  const int* tabs;
-  u16* kc;
-  u16* vc;
-  int T, heads, kvh, half;
-  float qeps, keps;
-};
-
-#define PREP_WARPS 4
-#define PE ((HD + 31) / 32)
-
-extern "C" __global__ void __launch_bounds__(PREP_WARPS * 32) attn_prep(const PrepP p) {
+// KT: the cache's element type (KVDT; a parameter for the CPU emulation).
+template <int KT>
+__device__ __forceinline__ void attn_prep_impl(const PrepP& p) {
   PDL_ENTRY();
   __shared__ float buf[PREP_WARPS][HD];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -760,47 +908,11 @@ extern "C" __global__ void __launch_bounds__(PREP_WARPS * 32) attn_prep(const Pr
   }
   float* row = kind == 0 ? p.q + ((long)t * p.heads + hh) * HD : (kind == 1 ? p.k : (float*)p.v) + ((long)t * p.kvh + hh) * HD;
   float v[PE];
-#pragma unroll
-  for (int e = 0; e < PE; e++) {
-    const int j = lane + 32 * e;
-    v[e] = j < HD ? row[j] : 0.f;
-  }
+  load_row(v, row);
   if (kind < 2) {
-    const float* nw = kind == 0 ? p.qw : p.kw;
-    if (nw != 0) {
-      float ss = 0.f;
-#pragma unroll
-      for (int e = 0; e < PE; e++) ss += v[e] * v[e];
-      ss = warp_sum(ss);
-      const float inv = 1.f / sqrtf(ss / (float)HD + (kind == 0 ? p.qeps : p.keps));
-#pragma unroll
-      for (int e = 0; e < PE; e++) {
-        const int j = lane + 32 * e;
-        if (j < HD) v[e] = v[e] * inv * nw[j];
-      }
-    }
-    if (p.cosT != 0 && p.half > 0) {
-      float* b = buf[warp];
-#pragma unroll
-      for (int e = 0; e < PE; e++) {
-        const int j = lane + 32 * e;
-        if (j < HD) b[j] = v[e];
-      }
-      __syncwarp();
-      const long pp = (long)p.pos[t] * p.half;
-      const float* c = p.cosT + pp;
-      const float* s = p.sinT + pp;
-#pragma unroll
-      for (int e = 0; e < PE; e++) {
-        const int j = lane + 32 * e;
-        if (j < p.half) {
-          v[e] = b[j] * c[j] - b[j + p.half] * s[j];
-        } else if (j < 2 * p.half) {
-          const int i = j - p.half;
-          v[e] = b[j] * c[i] + b[i] * s[i];
-        }
-      }
-    }
+    const long pp = (long)p.pos[t] * p.half;
+    prep_row(v, kind == 0 ? p.qw : p.kw, kind == 0 ? p.qeps : p.keps, p.cosT == 0 ? 0 : p.cosT + pp, p.sinT + pp, p.half,
+             buf[warp]);
 #pragma unroll
     for (int e = 0; e < PE; e++) {
       const int j = lane + 32 * e;
@@ -814,7 +926,9 @@ extern "C" __global__ void __launch_bounds__(PREP_WARPS * 32) attn_prep(const Pr
 #pragma unroll
     for (int e = 0; e < PE; e++) {
       const int j = lane + 32 * e;
-      if (j < HD) dst[j] = kv_enc<KVDT>(v[e]);
+      if (j < HD) dst[j] = kv_enc<KT>(v[e]);
     }
   }
 }
+
+extern "C" __global__ void __launch_bounds__(PREP_WARPS * 32) attn_prep(const PrepP p) { attn_prep_impl<KVDT>(p); }

@@ -576,6 +576,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
       }
     }
   }
+  PDL_LATE();
   if (WIDE) {
     gemvf_reduce<R, NORM, MODE>(p, acc, ss, blk, grp, s, O, out);
     return;

@@ -190,11 +190,27 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			return
 		}
 	}
-	if qn, kn, rope, ok := b.takeAttnPrep(qq.ptr, kk.ptr, vv.ptr, T, heads, kvh, hd, m.pos); ok {
+	pair := func(lo, hi uint64) uint64 { return lo&0xffffffff | hi<<32 }
+	qn, kn, rope, prepped := b.takeAttnPrep(qq.ptr, kk.ptr, vv.ptr, T, heads, kvh, hd, m.pos)
+	if prepped && decodeK != nil && decodeK == ak.decodeTC && ak.decodeTCPrep != nil && b.fz.prep && distinct(ab.Seq) {
+		// The prep folded into the decode attention (struct DecodePrepP
+		// in kernels/attention.cu): no block of the launch reads a
+		// position that another stores.
+		var a [19]uint64
+		a[0], a[1], a[2], a[3], a[4], a[5] = ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(part), ptr(cnt)
+		a[6], a[7], a[8], a[9], a[10] = ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), ptr(kk.ptr), ptr(vv.ptr)
+		a[11], a[12], a[13], a[14] = ptr(qn.w), ptr(kn.w), ptr(rope.tab.cos), ptr(rope.tab.sin)
+		a[15] = pair(i32(kvh), i32(zmax))
+		a[16] = pair(i32(chunk), i32(rope.half))
+		a[17] = pair(f32(scale), f32(qn.eps))
+		a[18] = f32(kn.eps)
+		b.launch(ak.decodeTCPrep, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem), a[:]...)
+		return
+	}
+	if prepped {
 		// The held QK-norms and RoPEs, and the KV store, in one launch
 		// (struct PrepP in kernels/attention.cu).
 		var a [15]uint64
-		pair := func(lo, hi uint64) uint64 { return lo&0xffffffff | hi<<32 }
 		a[0], a[1], a[2], a[3], a[4] = ptr(qq.ptr), ptr(kk.ptr), ptr(vv.ptr), ptr(qn.w), ptr(kn.w)
 		a[5], a[6], a[7], a[8], a[9] = ptr(rope.tab.cos), ptr(rope.tab.sin), ptr(m.pos), ptr(m.tokTab), ptr(m.tabs)
 		a[10], a[11] = ptr(kc), ptr(vc)
@@ -412,4 +428,17 @@ func (b *Backend) FillKV(cache backend.KVCache, seed uint32, scale float32) {
 		b.launch(k, gridFor(n), 1, 1, 256, 1, 0, ptr(c.k[l]), uint64(n), uint64(seed+uint32(2*l)), f32(scale))
 		b.launch(k, gridFor(n), 1, 1, 256, 1, 0, ptr(c.v[l]), uint64(n), uint64(seed+uint32(2*l+1)), f32(scale))
 	}
+}
+
+// distinct reports whether no value repeats (a batch's tokens are all of
+// different sequences).
+func distinct(seq []int32) bool {
+	for i, a := range seq {
+		for _, c := range seq[:i] {
+			if a == c {
+				return false
+			}
+		}
+	}
+	return true
 }

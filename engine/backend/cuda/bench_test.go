@@ -333,6 +333,11 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		b.FillKV(kv, 7, 1)
 	}
 	decode("decode_1lane_ctx32k", [][]int32{seqBlocks(200, 520)}, 32768, 32)
+	// INFERNIX_BENCH_STOP=32k: the two single-lane figures only (a process
+	// per whole-backend setting, such as INFERNIX_CUDA_PDL_TRIGGER).
+	if os.Getenv("INFERNIX_BENCH_STOP") == "32k" {
+		return res
+	}
 	// INFERNIX_BENCH_ATTN_BLOCKS="528,1056": decode at 32K with the decode
 	// attention aiming at that many blocks (INFERNIX_CUDA_ATTN_BLOCKS),
 	// the default before each; INFERNIX_BENCH_STOP=attn ends the bench
@@ -367,6 +372,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	// Ablations, one switch off each (graphs as above, caches holding
 	// random values): what PDL, operator fusion and the one-launch decode
 	// attention are each worth.
+	fz := b.fz
 	if pdl := b.pdl; b.pdlOK {
 		b.pdl = !pdl
 		name := "decode_1lane_ctx512_pdl"
@@ -376,6 +382,18 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		decode(name, [][]int32{seqBlocks(100, 16)}, 600, 32)
 		b.pdl = pdl
 	}
+	// The q/k prep as its own kernel rather than folded into the decode
+	// attention (INFERNIX_CUDA_NOFUSE=prep), the default measured again
+	// first for a fair pair.
+	for _, fold := range []bool{true, false} {
+		b.flush()
+		b.fz.prep = fold
+		name := map[bool]string{true: "prepfold", false: "noprepfold"}[fold]
+		decode("decode_1lane_ctx512_"+name, [][]int32{seqBlocks(100, 16)}, 700, 64)
+		decode("decode_1lane_ctx32k_"+name, [][]int32{seqBlocks(200, 520)}, 32900, 32)
+	}
+	b.flush()
+	b.fz.prep = fz.prep
 	b.flush()
 	fuse := b.fuse
 	b.fuse = false
@@ -421,12 +439,19 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	// The fused products' compile-time variants (gemvf_variant.go): decode
 	// at 512 with each, the default first again for a fair comparison.
 	func() {
-		saved := b.gemvf
+		saved, pdl := b.gemvf, b.pdl
 		defer func() {
+			b.pdl = pdl
 			if err := b.useGemvfVariant(saved); err != nil {
 				panic(err)
 			}
 		}()
+		// INFERNIX_BENCH_GEMVF_PDL=1: the variants (PDL_TRIGGER ones
+		// among them) with programmatic dependent launch on.
+		if os.Getenv("INFERNIX_BENCH_GEMVF_PDL") == "1" && b.pdlOK {
+			b.flush()
+			b.pdl = true
+		}
 		// INFERNIX_BENCH_GEMVF="GF_U=1;GF_PIPE=1" measures others; the
 		// default runs before each, so that drift shows beside every pair.
 		specs := benchGemvfVariants

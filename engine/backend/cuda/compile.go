@@ -54,6 +54,7 @@ type attnKernels struct {
 	// blocks of each fit an SM.
 	deep, deep3           *kernel
 	decodeTC              *kernel // attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): head dims that are multiples of 16 up to 128
+	decodeTCPrep          *kernel // attn_decode_tc with attn_prep folded in (one token per sequence)
 	deepSmem, deep3Smem   int
 	deepPerSM, deep3PerSM int
 	prep                  *kernel  // QK-norm + RoPE + KV store
@@ -87,6 +88,20 @@ func (b *Backend) compile(name string, defines []string) ([]byte, error) {
 	opts := []string{"--gpu-architecture=" + b.arch, "--std=c++17", "-default-device"}
 	for _, d := range defines {
 		opts = append(opts, "-D"+d)
+	}
+	// The backend's defines for every module, unless the module's own
+	// defines name the same macro (a variant under test).
+	for _, d := range b.globalDefs {
+		name, _, _ := strings.Cut(d, "=")
+		own := false
+		for _, m := range defines {
+			if n, _, _ := strings.Cut(m, "="); n == name {
+				own = true
+			}
+		}
+		if !own {
+			opts = append(opts, "-D"+d)
+		}
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "infernix-kernels v1\x00%s\x00%s\x00%s\x00%v\x00", src, strings.Join(opts, "\x00"), b.rtc.Version(), b.cubin)
@@ -221,6 +236,7 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 		"attn_decode": &a.decode, "attn_prep": &a.prep, "attn_decode_deep": &a.deep, "attn_decode_deep3": &a.deep3}
 	if hd%16 == 0 && hd <= 128 { // the guard around attn_decode_tc in kernels/attention.cu
 		names["attn_decode_tc"] = &a.decodeTC
+		names["attn_decode_tc_prep"] = &a.decodeTCPrep
 	}
 	if err := b.load("attention.cu", defs, names); err != nil {
 		return nil, err
@@ -238,8 +254,11 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	if err := b.drv.FuncSetAttribute(a.decode.fn, driver.FuncAttrMaxDynamicShared, a.decodeSmem); err != nil {
 		return nil, err
 	}
-	if a.decodeTC != nil { // the same stages as attn_decode
-		if err := b.drv.FuncSetAttribute(a.decodeTC.fn, driver.FuncAttrMaxDynamicShared, a.decodeSmem); err != nil {
+	for _, k := range []*kernel{a.decodeTC, a.decodeTCPrep} { // the same stages as attn_decode
+		if k == nil {
+			continue
+		}
+		if err := b.drv.FuncSetAttribute(k.fn, driver.FuncAttrMaxDynamicShared, a.decodeSmem); err != nil {
 			return nil, err
 		}
 	}

@@ -43,6 +43,8 @@ func TestKernelsCompile(t *testing.T) {
 			}
 			if m == "attention.cu" {
 				jobs = append(jobs, job{m, []string{"HD=256", "G=8"}}, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=40", "G=4"}}, job{m, []string{"HD=128", "G=3"}}, job{m, []string{"HD=8", "G=1"}})
+				// INFERNIX_CUDA_PDL_TRIGGER's late placement.
+				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "PDL_TRIGGER=1"}})
 			} else {
 				jobs = append(jobs, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=32", "G=4"}})
 			}
@@ -58,7 +60,7 @@ func TestKernelsCompile(t *testing.T) {
 					job{m, []string{"HD=128", "G=2", kvF16.define(), "PF_ROWS=128"}})
 			}
 		case "gemv.cu":
-			jobs = append(jobs, job{m, nil})
+			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}})
 			// The fused products' variants (gemvf_variant.go) the bench measures.
 			for _, spec := range benchGemvfVariants {
 				v, err := parseGemvfVariant(spec)

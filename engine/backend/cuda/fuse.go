@@ -17,7 +17,9 @@ import (
 //
 //	RMSNorm(h, x) → MatMul(q|k|v, h)      one product kernel, the norm as its prologue
 //	RMSNorm(qh) RMSNorm(kh) RoPE(q) RoPE(k) Attention
-//	                                      one prep kernel (norms, RoPE, KV store) + attention
+//	                                      one prep kernel (norms, RoPE, KV store) + attention,
+//	                                      or one kernel where the decode attention on the
+//	                                      tensor cores takes the prep (one token per sequence)
 //	MatMul(h, a, o) → Add(x, x, h)        one product kernel, the add as its epilogue
 //	RMSNorm(h, x) → MatMul(g|u, h) → SwiGLU(g, g, u)
 //	                                      one product kernel, norm prologue, SwiGLU epilogue
@@ -30,8 +32,9 @@ import (
 //
 // INFERNIX_CUDA_FUSE=0 turns all of it off; INFERNIX_CUDA_NOFUSE takes a
 // comma-separated list of parts to turn off (gemvf: the fused product
-// kernels, and with them norm, resid and swiglu; norm; resid; swiglu; attn),
-// so that a bad kernel can be bisected on the device.
+// kernels, and with them norm, resid and swiglu; norm; resid; swiglu; attn,
+// and with it prep; prep: the prep folded into the decode attention), so
+// that a bad kernel can be bisected on the device.
 
 type pendKind uint8
 
@@ -52,12 +55,12 @@ const (
 
 // fuseParts says which fusions are on.
 type fuseParts struct {
-	gemvf, norm, resid, swiglu, attn bool
+	gemvf, norm, resid, swiglu, attn, prep bool
 }
 
 func fuseConfig() (bool, fuseParts) {
 	on := os.Getenv("INFERNIX_CUDA_FUSE") != "0"
-	p := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true}
+	p := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true, prep: true}
 	for _, f := range strings.Split(os.Getenv("INFERNIX_CUDA_NOFUSE"), ",") {
 		switch strings.TrimSpace(f) {
 		case "gemvf":
@@ -70,6 +73,8 @@ func fuseConfig() (bool, fuseParts) {
 			p.swiglu = false
 		case "attn":
 			p.attn = false
+		case "prep":
+			p.prep = false
 		}
 	}
 	return on, p

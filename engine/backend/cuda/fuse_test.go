@@ -21,10 +21,13 @@ type fuseMode struct {
 }
 
 func fuseModes(b *Backend) []fuseMode {
-	all := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true}
+	all := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true, prep: true}
+	noPrep := all
+	noPrep.prep = false
 	return []fuseMode{
 		{name: "fused-pdl", fuse: true, fz: all, pdl: b.pdlOK, fused: true},
 		{name: "fused-nopdl", fuse: true, fz: all, fused: true},
+		{name: "noprep", fuse: true, fz: noPrep, fused: true},
 		{name: "oldgemv", fuse: true, fz: fuseParts{attn: true}, pdl: b.pdl},
 		{name: "unfused", fuse: false, fz: all},
 		{name: "wide2", fuse: true, fz: all, fused: true, wide: 2},

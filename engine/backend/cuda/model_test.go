@@ -278,7 +278,7 @@ func TestModelFuseModes(t *testing.T) {
 	modes := fuseModes(b)
 	modes = append(modes, fuseMode{name: "oldattn", fuse: b.fuse, fz: b.fz, pdl: b.pdl},
 		fuseMode{name: "deepattn", fuse: b.fuse, fz: b.fz, pdl: b.pdl}, fuseMode{name: "deep3attn", fuse: b.fuse, fz: b.fz, pdl: b.pdl},
-		fuseMode{name: "wide-deep", fuse: true, fz: fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true}, pdl: b.pdl, wide: 3},
+		fuseMode{name: "wide-deep", fuse: true, fz: fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true, prep: true}, pdl: b.pdl, wide: 3},
 		fuseMode{name: "kvf16", fuse: b.fuse, fz: b.fz, pdl: b.pdl}, fuseMode{name: "kvf16-deep", fuse: b.fuse, fz: b.fz, pdl: b.pdl})
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -367,6 +367,70 @@ func graphsMatchEager(t *testing.T, b *Backend) {
 				t.Fatalf("step %d logit %d: eager %v, graph %v", s, i, eager[s][i], graphed[s][i])
 			}
 		}
+	}
+}
+
+// TestAttnPrepFold: decode steps of two lanes (two sequences) with the q/k
+// preparation folded into the decode attention (the default) and as its
+// own kernel (INFERNIX_CUDA_NOFUSE=prep) give the same logits, and the fold
+// saves one launch per layer and step. The CPU emulation
+// (TestAttnPrepFoldEmulated) shows the two bit-identical; here NVRTC may
+// contract the prep's products into FMAs differently in the two kernels, so
+// the logits are held to 1e-3 and the exact matches are logged.
+func TestAttnPrepFold(t *testing.T) {
+	b := gpu(t)
+	if !b.attnTC || !b.fuse || !b.fz.attn {
+		t.Skip("decode attention on the tensor cores, or the attention fusion, is off")
+	}
+	r := newRand(t)
+	cfg := smallConfig("Qwen3ForCausalLM")
+	m := build(t, cfg, &testWeights{be: b, seed: r.Uint64()}, b)
+	ps := prompts(r, cfg.VocabSize, 50, 70)
+	const steps = 10
+	run := func(base int32, fold bool) ([][]float32, int) {
+		b.flush()
+		defer func(p bool) {
+			b.flush()
+			b.fz.prep = p
+		}(b.fz.prep)
+		b.fz.prep = fold
+		l := []*lane{{blocks: []int32{base, base + 1}}, {blocks: []int32{base + 2, base + 3}}}
+		step(t, m, l, ps)
+		n0 := b.launches
+		next := [][]int32{{5}, {7}}
+		var out [][]float32
+		for s := 0; s < steps; s++ {
+			for i, lg := range step(t, m, l, next) {
+				out = append(out, append([]float32(nil), lg...))
+				next[i] = []int32{reftest.Argmax(lg)}
+			}
+		}
+		return out, b.launches - n0
+	}
+	// A first pass sizes the decode scratch (a step that grows it runs
+	// that layer unfused: other launches, other rounding).
+	run(16, true)
+	apart, nApart := run(0, false)
+	folded, nFolded := run(8, true)
+	if want := cfg.NumHiddenLayers * steps; nApart-nFolded != want {
+		t.Errorf("the fold saved %d launches (%d against %d), want %d", nApart-nFolded, nFolded, nApart, want)
+	}
+	exact, worst := 0, 0.0
+	for s := range apart {
+		for i, a := range apart[s] {
+			d := math.Abs(float64(a) - float64(folded[s][i]))
+			worst = math.Max(worst, d)
+			if d == 0 {
+				exact++
+			}
+		}
+		if reftest.Argmax(apart[s]) != reftest.Argmax(folded[s]) {
+			t.Errorf("row %d: greedy token %d apart, %d folded", s, reftest.Argmax(apart[s]), reftest.Argmax(folded[s]))
+		}
+	}
+	t.Logf("%d of %d logits identical, largest difference %.3g", exact, len(apart)*len(apart[0]), worst)
+	if worst > 1e-3 {
+		t.Errorf("logits differ by up to %.3g", worst)
 	}
 }
 
