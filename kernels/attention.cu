@@ -288,6 +288,12 @@ __device__ __forceinline__ void decode_load(u16* st, const u16* __restrict__ kc,
 // written its partial: publish and count it; the last split of (t, h)
 // merges them all into out. smem: the block's dead K/V stages (G·nz floats
 // at least; the host keeps nz ≤ MERGE_CAP/G).
+// DM_UNROLL: splits whose partials each thread requests at once in the
+// merge (its MI outputs each); a merge of nz splits takes about nz/DM_UNROLL
+// L2 round trips while the rest of the GPU may be idle.
+#ifndef DM_UNROLL
+#define DM_UNROLL 2
+#endif
 template <int NTD>
 __device__ __forceinline__ bool decode_merge(float* out, float* part, int* cnt, float* smem, int t, int h, int heads, int kvh,
                                              int zmax, int nz) {
@@ -335,7 +341,7 @@ __device__ __forceinline__ bool decode_merge(float* out, float* part, int* cnt, 
     pb[k] = part + ((long)t * heads + h * G + g) * zmax * (HD + 2) + d;
     wb[k] = g * nz;
   }
-#pragma unroll 2
+#pragma unroll DM_UNROLL
   for (int zz = 0; zz < nz; zz++) {
 #pragma unroll
     for (int k = 0; k < MI; k++) a[k] = fmaf(__ldcg(pb[k] + (long)zz * (HD + 2)), wz[wb[k] + zz], a[k]);

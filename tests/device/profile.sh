@@ -9,6 +9,8 @@
 # PROFILE_WHAT=gemv: Nsight's speed-of-light, memory, occupancy and warp-stall
 # sections for the decode step's residual products (o_proj and down,
 # gemvf_m2_*; run 7 measured them at 2.4 TB/s) into gemv-sections.txt.
+# PROFILE_WHAT=attn: the same sections for the decode attention at 32K
+# (attn_decode_tc*) into attn-sections.txt.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-/tmp/infernix-profile}}
@@ -18,6 +20,17 @@ export INFERNIX_KERNEL_CACHE=${INFERNIX_KERNEL_CACHE:-/tmp/infernix-kernels}
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 cd "$root/engine/backend/cuda"
 what=${PROFILE_WHAT:-decode}
+if [ "$what" = attn ]; then
+  # The decode attention at 32K (the profiled step at 512 comes first: 36
+  # launches skipped): throughput, occupancy and warp stalls.
+  timeout ${PROFILE_TIMEOUT:-300} "$ncu" --profile-from-start off --clock-control none -k regex:attn_decode_tc --launch-skip 36 -c 2 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats \
+    env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_PROFILE=1 \
+    "$root/bin/cuda/cuda.test" -test.v -test.run 'TestBench' -test.timeout 280s > "$out/attn-sections.txt" 2>&1
+  echo "ncu exit $?"
+  grep -iE "attn_decode|Duration|DRAM Throughput|Memory Throughput|L2 Hit|L1/TEX Hit|Occupancy|stall|Registers|Issued|Eligible|Active Warps|Block Limit|spends|cycles" "$out/attn-sections.txt" | cut -c1-220 | head -90
+  exit 0
+fi
 if [ "$what" = gemv ]; then
   timeout ${PROFILE_TIMEOUT:-300} "$ncu" --profile-from-start off --clock-control none -k regex:gemvf_m2 -c 4 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats \

@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench pdltrig0 pdltrig1 pdltrig2 moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench defvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -94,14 +94,23 @@ group fixnew 120 env INFERNIX_CUDA_GEMV_WIDE=1 INFERNIX_CUDA_ATTN_DEEP=1 "$T" -t
 group fixbf16 120 env INFERNIX_CUDA_KV=bf16 "$T" -test.v -test.run 'TestFixtures|TestModelRandom'
 # (up to ~2 minutes: it compiles six variants of the decode products.)
 group bench 300 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 290s
-# pdltrig0, pdltrig1, pdltrig2 (not in the default groups): decode at 512 and
-# 32K only, with programmatic dependent launch on and every module compiled
-# with PDL_TRIGGER=0, 1 or 2 (kernels/prelude.cuh: where a kernel lets the
-# next one launch), a process each; bench JSON under $out/pdltrigN/.
-for tr in 0 1 2; do
-  case " $groups " in *" pdltrig$tr "*) mkdir -p "$out/pdltrig$tr" ;; esac
-  group pdltrig$tr 150 env INFERNIX_CUDA_PDL=1 INFERNIX_CUDA_PDL_TRIGGER=$tr INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/pdltrig$tr" "$T" -test.v -test.run 'TestBench' -test.timeout 140s
-done
+# defvars (not in the default groups): decode at 512 and 32K only, a process
+# per entry of BENCH_DEFINES ("A=1;B=2 C=3": ';' between processes, spaces
+# within), every module compiled with those defines (INFERNIX_CUDA_DEFINES:
+# kernel tunables such as PDL_TRIGGER or DM_UNROLL); a process with the
+# defaults first and last, for the drift between processes. JSON and the
+# defines under $out/defvarN/.
+case " $groups " in
+*" defvars "*)
+  IFS=';' read -r -a specs <<< "${BENCH_DEFINES:-}"
+  specs=("" "${specs[@]}" "")
+  for i in "${!specs[@]}"; do
+    mkdir -p "$out/defvar$i"
+    echo "${specs[$i]}" > "$out/defvar$i/defines.txt"
+    group defvars 150 env INFERNIX_CUDA_DEFINES="${specs[$i]}" INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/defvar$i" "$T" -test.v -test.run 'TestBench' -test.timeout 140s
+  done
+  ;;
+esac
 # moebench and moe (not in the default groups): the grouped MoE path
 # (issue 6; the default since run 13, INFERNIX_CUDA_MOE_GROUPED=0 turns it
 # off) on the Qwen3-30B-A3B config, random weights made on the device, 12
@@ -150,7 +159,8 @@ echo
 echo "| group      |  rc | pass | fail | skip |  time |"
 echo "|------------|-----|------|------|------|-------|"
 printf '%s\n' "${rows[@]}"
-for f in "$out"/bench-*.json "$out"/pdltrig*/bench-*.json; do
+for f in "$out"/bench-*.json "$out"/defvar*/bench-*.json; do
+  [ -f "$(dirname "$f")/defines.txt" ] && echo && echo "defines: '$(cat "$(dirname "$f")/defines.txt")'"
   [ -f "$f" ] && python3 - "$f" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -191,9 +191,19 @@ func New(opt Options) (*Backend, error) {
 		b.logf("cuda: INFERNIX_CUDA_GEMVF: %v; the default fused products are used", verr)
 	}
 	// Where PDL kernels let the next one launch (kernels/prelude.cuh):
-	// 0 at entry (the default), 1 after their main loop, 2 at exit.
-	if v := os.Getenv("INFERNIX_CUDA_PDL_TRIGGER"); v == "1" || v == "2" {
+	// 0 at entry, 1 after their main loop, 2 at exit (the default).
+	if v := os.Getenv("INFERNIX_CUDA_PDL_TRIGGER"); v == "0" || v == "1" {
 		b.globalDefs = []string{"PDL_TRIGGER=" + v}
+	}
+	// INFERNIX_CUDA_DEFINES="NAME=V NAME2=V": more defines for every
+	// module, for experiments on the device (a kernel's compile-time
+	// tunables); the kernel cache keys them as any other option.
+	for _, d := range strings.Fields(os.Getenv("INFERNIX_CUDA_DEFINES")) {
+		if name, _, _ := strings.Cut(d, "="); validMacro(name) {
+			b.globalDefs = append(b.globalDefs, d)
+		} else {
+			b.logf("cuda: INFERNIX_CUDA_DEFINES: %q is not NAME or NAME=VALUE; ignored", d)
+		}
 	}
 	if err := b.loadKernels(); err != nil {
 		b.release()
@@ -216,12 +226,14 @@ func New(opt Options) (*Backend, error) {
 	b.attnMode = os.Getenv("INFERNIX_CUDA_ATTN")
 	b.fuse, b.fz = fuseConfig()
 	// Programmatic dependent launch needs Hopper's griddepcontrol and
-	// cuLaunchKernelEx (CUDA 11.8+; inside graphs 12.3+). It is off unless
-	// INFERNIX_CUDA_PDL=1: measured on the H200 (run 6, Qwen3-8B decode at
-	// 512) it cost 10% (176 vs 195 tok/s), the waiting blocks of the next
-	// grid taking the SM slots of the current one's last wave.
+	// cuLaunchKernelEx (CUDA 11.8+; inside graphs 12.3+). On unless
+	// INFERNIX_CUDA_PDL=0. With kernels that let the next launch at entry
+	// it cost 10% (runs 6–13: the next grid's waiting blocks slow the
+	// running one); since they do so at exit (PDL_TRIGGER 2) it gains
+	// 2–3% (run 14: 219.1 against 213.2 tok/s at 512, 167.7 against 164.0
+	// at 32K).
 	b.pdlOK = b.sm >= 90 && b.drv.HasLaunchEx() && b.drv.Version() >= 12030
-	b.pdl = b.pdlOK && os.Getenv("INFERNIX_CUDA_PDL") == "1"
+	b.pdl = b.pdlOK && os.Getenv("INFERNIX_CUDA_PDL") != "0"
 	b.attnOld = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "old"
 	// The tensor-core decode attention is the default where it compiles
 	// (run 13: 152 tok/s at 32K against the SIMT kernel's 142).
@@ -257,6 +269,16 @@ func New(opt Options) (*Backend, error) {
 		b.name = strings.TrimSuffix(b.name, ")") + ", KV cache " + b.kvDT.String() + ")" // recorded with bench figures
 	}
 	return b, nil
+}
+
+// validMacro reports whether s is a C identifier.
+func validMacro(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func envInt(name string, def int) int {

@@ -374,12 +374,15 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	// attention are each worth.
 	fz := b.fz
 	if pdl := b.pdl; b.pdlOK {
-		b.pdl = !pdl
-		name := "decode_1lane_ctx512_pdl"
-		if pdl {
-			name = "decode_1lane_ctx512_nopdl"
+		// The setting in force again, then the other, at 512 and 32K.
+		for _, on := range []bool{pdl, !pdl} {
+			b.flush()
+			b.pdl = on
+			name := map[bool]string{true: "pdl", false: "nopdl"}[on]
+			decode("decode_1lane_ctx512_"+name, [][]int32{seqBlocks(100, 16)}, 600, 64)
+			decode("decode_1lane_ctx32k_"+name, [][]int32{seqBlocks(200, 520)}, 32800, 32)
 		}
-		decode(name, [][]int32{seqBlocks(100, 16)}, 600, 32)
+		b.flush()
 		b.pdl = pdl
 	}
 	// The q/k prep as its own kernel rather than folded into the decode

@@ -122,7 +122,13 @@ func (b *Backend) compile(name string, defines []string) ([]byte, error) {
 	if !b.cubin {
 		img = append(img, 0) // cuModuleLoadData reads PTX as a C string
 	}
-	b.logf("cuda: compiled kernels/%s %v for %s in %v", name, defines, b.arch, time.Since(t0).Round(time.Millisecond))
+	var all []string
+	for _, o := range opts {
+		if d, ok := strings.CutPrefix(o, "-D"); ok {
+			all = append(all, d)
+		}
+	}
+	b.logf("cuda: compiled kernels/%s %v for %s in %v", name, all, b.arch, time.Since(t0).Round(time.Millisecond))
 	if log != "" && b.verbose {
 		b.logf("cuda: NVRTC log for %s:\n%s", name, log)
 	}
