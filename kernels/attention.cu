@@ -22,6 +22,14 @@
 #ifndef KVDT
 #define KVDT DT_BF16
 #endif
+// ATTN_PDL_TRIGGER: PDL_TRIGGER (prelude.cuh) for this module alone, so
+// that the decode attention may let the next kernel (the o-projection)
+// launch after its main loop, while its partials merge, when the other
+// modules trigger at exit.
+#ifdef ATTN_PDL_TRIGGER
+#undef PDL_TRIGGER
+#define PDL_TRIGGER ATTN_PDL_TRIGGER
+#endif
 
 #define CH 128          // positions per split (one per thread in the score phase)
 #define NT 128          // threads per block
@@ -280,6 +288,78 @@ __device__ __forceinline__ void decode_load(u16* st, const u16* __restrict__ kc,
       cp_async16(smem_addr(st + TP * LD + row * LD + col), vc + base + (long)row * HD + cg * 8);
     } else {
       *(uint4*)(st + TP * LD + row * LD + col) = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+// decode_load for attn_decode_tc where NT is a multiple of DG (head dims
+// 16, 32, 64, 128): thread tid always copies 16-byte column tid % DG of rows
+// tid / DG + i·(NT / DG), so its shared and global offsets are fixed and a
+// tile costs it one table lookup and 2·TP·DG/NT copies at constant offsets
+// (the general loop spends most of its instructions on index arithmetic;
+// run 14 profiled the kernel as issue-bound at 32K). sk: the shared address
+// of this thread's first K element in the stage; zv its first V element
+// (generic); off: this thread's element offset within a (block, head) tile.
+// Same copies, same zeroing as decode_load<NT, 0, true>.
+#define TC_FAST (NT % DG == 0 && TP % (NT / DG) == 0)
+__device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restrict__ kc, const u16* __restrict__ vc, const int* tab,
+                                        int p0, int end, int kvh, int h, int off, int r0) {
+  constexpr int RS = NT / DG;  // rows per pass
+  const int rows = min(TP, end - p0);
+  const long base = ((long)tab[p0 >> 6] * kvh + h) * 64 * HD + off;  // p0 is a multiple of 64
+  const u16* gk = kc + base;
+  const u16* gv = vc + base;
+#pragma unroll
+  for (int i = 0; i < TP / RS; i++) {
+    if (r0 + i * RS < rows) {
+      cp_async16(sk + i * RS * KV_LD * 2, gk + i * RS * HD);
+      cp_async16(sk + (TP + i * RS) * KV_LD * 2, gv + i * RS * HD);
+    } else {
+      *(uint4*)(zv + i * RS * KV_LD) = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+// online_softmax (flash.cuh) for the decode kernel: the same arithmetic,
+// but the running output and sum are rescaled only when some lane's max
+// moved (a factor of exactly 1 changes nothing, so results are the same
+// bit for bit); past the first tiles of a split it rarely moves.
+template <int ND>
+__device__ __forceinline__ void online_softmax_dec(float (&s)[2][4], float (&m)[2], float (&l)[2], float (&o)[ND][4]) {
+  float mx[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+  for (int nt = 0; nt < 2; nt++) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
+  }
+  float corr[2];
+#pragma unroll
+  for (int i = 0; i < 2; i++) {
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    const float mn = fmaxf(m[i], mx[i]);
+    corr[i] = mn == NEG_INF ? 1.f : exp2f(m[i] - mn);
+    m[i] = mn;
+  }
+  if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+    for (int i = 0; i < 2; i++) l[i] *= corr[i];
+#pragma unroll
+    for (int nd = 0; nd < ND; nd++) {
+      o[nd][0] *= corr[0];
+      o[nd][1] *= corr[0];
+      o[nd][2] *= corr[1];
+      o[nd][3] *= corr[1];
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < 2; nt++) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int i = e >> 1;
+      const float p = m[i] == NEG_INF ? 0.f : exp2f(s[nt][e] - m[i]);
+      s[nt][e] = p;
+      l[i] += p;
     }
   }
 }
@@ -699,12 +779,25 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   __shared__ float kbuf[PREP ? HD : 1];
 
   const int* tab = tabs + tokTab[t];
+  // This thread's fixed column and first row in every tile (TC_FAST).
+  const int cg = tid % DG, r0 = tid / DG;
+  const saddr_t sk0 = smem_addr(kvs) + (r0 * KV_LD + cg * 8) * 2;
+  u16* const zv0 = kvs + (TP + r0) * KV_LD + cg * 8;
+  const int off = r0 * HD + cg * 8;
+  auto load = [&](int it) {  // tile it of the split into its stage
+    const int st = it % DSTAGES, p0 = start + it * TP;
+    if (TC_FAST) {
+      tc_load(sk0 + st * STG * 2, zv0 + st * STG, kc, vc, tab, p0, end, kvh, h, off, r0);
+    } else {
+      decode_load<NT, 0, true>(kvs + st * STG, kc, vc, tab, p0, end, kvh, h);
+    }
+  };
   // With PREP, the split that holds the new position stores it first.
   const bool early = !PREP || z != nz - 1;
   if (early) {
 #pragma unroll
     for (int i = 0; i < DSTAGES - 1; i++) {
-      if (i < ntiles) decode_load<NT, 0, true>(kvs + i * STG, kc, vc, tab, start + i * TP, end, kvh, h);
+      if (i < ntiles) load(i);
       cp_async_commit();
     }
   }
@@ -743,7 +836,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     if (!early) {
 #pragma unroll
       for (int i = 0; i < DSTAGES - 1; i++) {
-        if (i < ntiles) decode_load<NT, 0, true>(kvs + i * STG, kc, vc, tab, start + i * TP, end, kvh, h);
+        if (i < ntiles) load(i);
         cp_async_commit();
       }
     }
@@ -771,15 +864,18 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   for (int nd = 0; nd < HD / 8; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
   float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.f, 0.f};
   const float sl2 = scale * 1.4426950408889634f;  // scores in log2 units
+  // Shared addresses of this lane's ldmatrix rows in stage 0: K rows of the
+  // warp's positions, V rows (transposed loads) likewise.
+  const saddr_t kf = smem_addr(kvs) + ((warp * 16 + (lane & 7)) * KV_LD + (lane >> 3) * 8) * 2;
+  const saddr_t vf = smem_addr(kvs) + ((TP + warp * 16 + (lane & 15)) * KV_LD + (lane >> 4) * 8) * 2;
 
   for (int it = 0; it < ntiles; it++) {
-    if (it + DSTAGES - 1 < ntiles)
-      decode_load<NT, 0, true>(kvs + ((it + DSTAGES - 1) % DSTAGES) * STG, kc, vc, tab, start + (it + DSTAGES - 1) * TP, end, kvh, h);
+    if (it + DSTAGES - 1 < ntiles) load(it + DSTAGES - 1);
     cp_async_commit();
     cp_async_wait<DSTAGES - 1>();  // tile it has landed (groups complete in order)
     __syncthreads();
-    const u16* ks_ = kvs + (it % DSTAGES) * STG + warp * 16 * KV_LD;  // this warp's 16 positions
-    const u16* vs_ = ks_ + TP * KV_LD;
+    // This warp's 16 positions of the stage, at fixed offsets from kf, vf.
+    const u32 so = (it % DSTAGES) * STG * 2;
     const int p0 = start + it * TP + warp * 16;
     // S = Q·Kᵀ over the warp's 16 positions: two n-tiles of 8.
     float s[2][4];
@@ -789,28 +885,37 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
 #pragma unroll
       for (int kk = 0; kk < HD / 16; kk += 2) {
         u32 b0, b1, b2, b3;
-        ldsm_x4(smem_addr(ks_ + (nt * 8 + (lane & 7)) * KV_LD + kk * 16 + (lane >> 3) * 8), b0, b1, b2, b3);
+        ldsm_x4(kf + so + (nt * 8 * KV_LD + kk * 16) * 2, b0, b1, b2, b3);
         mma16816<KT>(s[nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b0, b1);
         if (kk + 1 < HD / 16) mma16816<KT>(s[nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3);
       }
     }
-    // Positions past the split's end are masked; then the online softmax.
+    // Positions past the split's end are masked (only a split's last tile
+    // has any); then the online softmax.
+    if (p0 + 16 <= end) {
 #pragma unroll
-    for (int nt = 0; nt < 2; nt++) {
+      for (int nt = 0; nt < 2; nt++) {
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int kp = p0 + nt * 8 + 2 * tq + (e & 1);
-        s[nt][e] = kp < end ? s[nt][e] * sl2 : NEG_INF;
+        for (int e = 0; e < 4; e++) s[nt][e] *= sl2;
+      }
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < 2; nt++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int kp = p0 + nt * 8 + 2 * tq + (e & 1);
+          s[nt][e] = kp < end ? s[nt][e] * sl2 : NEG_INF;
+        }
       }
     }
-    online_softmax(s, m, l, o);
+    online_softmax_dec(s, m, l, o);
     // O += P·V: the two n-tiles of P are one 16-wide k step.
     const u32 a0 = pack_kt<KT>(s[0][0], s[0][1]), a1 = pack_kt<KT>(s[0][2], s[0][3]);
     const u32 a2 = pack_kt<KT>(s[1][0], s[1][1]), a3 = pack_kt<KT>(s[1][2], s[1][3]);
 #pragma unroll
     for (int nd = 0; nd < HD / 8; nd += 2) {
       u32 b0, b1, b2, b3;
-      ldsm_x4_t(smem_addr(vs_ + (lane & 15) * KV_LD + (nd + (lane >> 4)) * 8), b0, b1, b2, b3);
+      ldsm_x4_t(vf + so + nd * 8 * 2, b0, b1, b2, b3);
       mma16816<KT>(o[nd], a0, a1, a2, a3, b0, b1);
       mma16816<KT>(o[nd + 1], a0, a1, a2, a3, b2, b3);
     }

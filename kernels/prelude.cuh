@@ -155,6 +155,9 @@ __device__ __forceinline__ float warp_max(float v) {
 #define EXTERN_SMEM(T, name) extern __shared__ __align__(16) T name[]
 
 // Asynchronous global → shared copies (sm_80+).
+// A shared-memory address as cp.async and ldmatrix take it, to which byte
+// offsets add (a pointer in the CPU emulation).
+typedef u32 saddr_t;
 __device__ __forceinline__ u32 smem_addr(const void* p) {
   u32 a;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));

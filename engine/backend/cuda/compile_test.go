@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -100,6 +101,14 @@ func compileJob(t *testing.T, rtc *driver.NVRTC, mod string, defs, opts []string
 		if err != nil {
 			t.Errorf("%s %v: %v", j.mod, j.defs, err)
 			return
+		}
+		// INFERNIX_DUMP_PTX=DIR: the PTX of every job, for reading the
+		// code a kernel compiles to.
+		if dir := os.Getenv("INFERNIX_DUMP_PTX"); dir != "" {
+			if ptx, _, err := rtc.Compile(src, j.mod, o, false); err == nil {
+				name := strings.NewReplacer("=", "", " ", "_", "[", "", "]", "").Replace(fmt.Sprintf("%s%v.ptx", j.mod, j.defs))
+				os.WriteFile(filepath.Join(dir, name), ptx, 0o644) //nolint:errcheck // a debugging aid
+			}
 		}
 		fn := ""
 		for _, line := range strings.Split(log, "\n") {

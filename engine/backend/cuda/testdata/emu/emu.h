@@ -92,6 +92,7 @@ inline unsigned __ballot_sync(unsigned, bool p) {
   w.bar.arrive_and_wait();
   return r;
 }
+inline bool __any_sync(unsigned m, bool p) { return __ballot_sync(m, p) != 0; }
 inline unsigned __match_any_sync(unsigned, int v) {
   emu_warp& w = emu_my_warp();
   const int lane = threadIdx.x & 31;

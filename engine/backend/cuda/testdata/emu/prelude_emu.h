@@ -102,8 +102,8 @@ inline float warp_max(float v) {
 }
 
 // cp.async: a plain copy; smem_addr passes the pointer through.
-inline void* smem_addr(void* p) { return p; }
-inline const void* smem_addr(const void* p) { return p; }
+typedef unsigned char* saddr_t;  // byte offsets add to it, as to the GPU's u32
+inline saddr_t smem_addr(const void* p) { return (saddr_t)p; }
 inline void cp_async16(void* dst, const void* src) { std::memcpy(dst, src, 16); }
 inline void cp_async_commit() {}
 template <int N> inline void cp_async_wait() {}
