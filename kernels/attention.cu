@@ -302,9 +302,6 @@ __device__ __forceinline__ void decode_load(u16* st, const u16* __restrict__ kc,
 // (generic); off: this thread's element offset within a (block, head) tile.
 // Same copies, same zeroing as decode_load<NT, 0, true>.
 #define TC_FAST (NT % DG == 0 && TP % (NT / DG) == 0)
-#ifndef TC_PREWAIT
-#define TC_PREWAIT 1
-#endif
 __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restrict__ kc, const u16* __restrict__ vc, const int* tab,
                                         int p0, int end, int kvh, int h, int off, int r0) {
   constexpr int RS = NT / DG;  // rows per pass
@@ -766,26 +763,11 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
                                                     const int* __restrict__ tabs, int kvh, float scale, int zmax, int chunk,
                                                     const DecodePrepP* pp = 0) {
   constexpr int STG = 2 * TP * KV_LD;
-  // PW (TC_PREWAIT, with PREP): the step's metadata and the first tiles
-  // of the cache's earlier positions are read before PDL_WAIT. Kernels
-  // before the previous one wrote them (or the host, before the step), and
-  // under PDL this grid starts only after every block of the previous
-  // kernel has passed its own PDL_WAIT (it lets this one launch at exit, or
-  // after the wait: prelude.cuh), so they are complete. The previous
-  // kernel writes q, k and v; the new position is this kernel's to store,
-  // in the last split, which loads after that. Without PREP, attn_prep
-  // (the previous kernel) stores the batch's new positions, which may lie
-  // in any split when a sequence has several tokens: no reads before the
-  // wait then.
-  constexpr bool PW = PREP && TC_PREWAIT;
-  if (!PW) PDL_ENTRY();
+  PDL_ENTRY();
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
   const int len = pos[t] + 1;
   const int start = z * chunk;
-  if (start >= len) {
-    if (PW) PDL_ENTRY();
-    return;
-  }
+  if (start >= len) return;
   const int end = min(start + chunk, len);
   const int ntiles = (end - start + TP - 1) / TP;
   const int nz = (len + chunk - 1) / chunk;
@@ -819,7 +801,6 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       cp_async_commit();
     }
   }
-  if (PW) PDL_ENTRY();
   if (PREP) {
     const long cs = (long)(len - 1) * pp->half;
     const float* c = pp->cosT == 0 ? 0 : pp->cosT + cs;
