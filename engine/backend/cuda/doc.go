@@ -68,8 +68,12 @@
 //	INFERNIX_CUDA_GEMM_ALGO=k     cuBLASLt's k-th heuristic choice for products of ≤ 64 rows
 //	INFERNIX_CUDA_ATTN_BLOCKS=N   blocks a decode-attention launch aims at (default 2 per SM)
 //	INFERNIX_CUDA_FUSE=0          no operator fusion (fuse.go)
-//	INFERNIX_CUDA_NOFUSE=a,b      turn off parts: gemvf, norm, resid, swiglu, attn
-//	INFERNIX_CUDA_PDL=0           no programmatic dependent launch
+//	INFERNIX_CUDA_NOFUSE=a,b      turn off parts: gemvf, norm, resid, swiglu, attn, prep (the
+//	                              q/k prep folded into the decode attention)
+//	INFERNIX_CUDA_PDL=0           no programmatic dependent launch (on where the device has it)
+//	INFERNIX_CUDA_PDL_TRIGGER=n   where kernels let the next launch: 0 entry, 1 after the main
+//	                              loop, 2 exit (the default; kernels/prelude.cuh)
+//	INFERNIX_CUDA_DEFINES="A=1"   more -D defines for every kernel module (experiments)
 //	INFERNIX_CUDA_GEMV_MAX=N      most rows through the decode GEMV (default 8)
 //	INFERNIX_CUDA_SAMPLE=0        choose tokens on the host (default: on the device, sample.go)
 //	INFERNIX_CUDA_KV_COPY=0       no KV block copies to the host: the prefix cache stays in device memory
