@@ -320,50 +320,6 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
   }
 }
 
-// online_softmax (flash.cuh) for the decode kernel: the same arithmetic,
-// but the running output and sum are rescaled only when some lane's max
-// moved (a factor of exactly 1 changes nothing, so results are the same
-// bit for bit); past the first tiles of a split it rarely moves.
-template <int ND>
-__device__ __forceinline__ void online_softmax_dec(float (&s)[2][4], float (&m)[2], float (&l)[2], float (&o)[ND][4]) {
-  float mx[2] = {NEG_INF, NEG_INF};
-#pragma unroll
-  for (int nt = 0; nt < 2; nt++) {
-#pragma unroll
-    for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
-  }
-  float corr[2];
-#pragma unroll
-  for (int i = 0; i < 2; i++) {
-    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-    const float mn = fmaxf(m[i], mx[i]);
-    corr[i] = mn == NEG_INF ? 1.f : exp2f(m[i] - mn);
-    m[i] = mn;
-  }
-  if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
-#pragma unroll
-    for (int i = 0; i < 2; i++) l[i] *= corr[i];
-#pragma unroll
-    for (int nd = 0; nd < ND; nd++) {
-      o[nd][0] *= corr[0];
-      o[nd][1] *= corr[0];
-      o[nd][2] *= corr[1];
-      o[nd][3] *= corr[1];
-    }
-  }
-#pragma unroll
-  for (int nt = 0; nt < 2; nt++) {
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const int i = e >> 1;
-      const float p = m[i] == NEG_INF ? 0.f : exp2f(s[nt][e] - m[i]);
-      s[nt][e] = p;
-      l[i] += p;
-    }
-  }
-}
-
 // The end of a split decode block (attn_decode, attn_decode_tc) that has
 // written its partial: publish and count it; the last split of (t, h)
 // merges them all into out. smem: the block's dead K/V stages (G·nz floats
@@ -908,7 +864,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
         }
       }
     }
-    online_softmax_dec(s, m, l, o);
+    online_softmax<2, HD / 8, true>(s, m, l, o);
     // O += P·V: the two n-tiles of P are one 16-wide k step.
     const u32 a0 = pack_kt<KT>(s[0][0], s[0][1]), a1 = pack_kt<KT>(s[0][2], s[0][3]);
     const u32 a2 = pack_kt<KT>(s[1][0], s[1][1]), a3 = pack_kt<KT>(s[1][2], s[1][3]);

@@ -38,15 +38,8 @@ func TestAttnDecodeEmulated(t *testing.T) {
 	r := newRand(t)
 	const hd, g, kvh, pool = 64, 4, 2, 16
 	heads := kvh * g
-	perm := r.Perm(pool)
-	var tabs []int32
-	for _, p := range perm[:15] {
-		tabs = append(tabs, int32(p))
-	}
-	// Three sequences: blocks perm[0:12], perm[12:14], perm[14:15]; one
-	// decode token each.
-	tokTab := []int32{0, 12, 14}
-	pos := []int32{700, 100, 0}
+	tabs, tokTab := threeSequences(r, pool)
+	pos := []int32{700, 100, 0} // one decode token each
 	T := len(pos)
 	q, kf, vf := randomQKV(r, T*heads*hd, pool*kvh*64*hd)
 	n := len(kf)
@@ -358,6 +351,16 @@ func attnPrefillEmulatedCase(t *testing.T, bin string, rows int) {
 	}
 	// Q and P are rounded to bf16 for the tensor cores.
 	compare(t, "attn_prefill", got, want, tcTolBF16)
+}
+
+// threeSequences scrambles 15 of a pool's cache blocks into the block
+// tables of three sequences (12, 2 and 1 blocks: positions up to 767, 127
+// and 63), concatenated, and returns each sequence's first entry.
+func threeSequences(r *rand.Rand, pool int) (tabs, tokTab []int32) {
+	for _, p := range r.Perm(pool)[:15] {
+		tabs = append(tabs, int32(p))
+	}
+	return tabs, []int32{0, 12, 14}
 }
 
 // randomQKV draws nq query elements and a cache's nkv K and V elements: Q

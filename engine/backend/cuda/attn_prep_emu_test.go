@@ -33,14 +33,8 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 	r := newRand(t)
 	const hd, g, kvh, pool, maxpos = 64, 4, 2, 16, 768
 	heads := kvh * g
-	perm := r.Perm(pool)
-	var tabs []int32
-	for _, p := range perm[:15] {
-		tabs = append(tabs, int32(p))
-	}
-	// Three sequences (blocks perm[0:12], perm[12:14], perm[14:15]), one
-	// decode token each: deep in a block, first of a block, first of all.
-	tokTab := []int32{0, 12, 14}
+	tabs, tokTab := threeSequences(r, pool)
+	// One decode token each: deep in a block, first of a block, first of all.
 	pos := []int32{700, 64, 0}
 	T := len(pos)
 	q, kf, vf := randomQKV(r, T*heads*hd, pool*kvh*64*hd)

@@ -20,13 +20,6 @@
 #include <cstdio>
 #include "attention.cu"
 
-static void readn(void* p, size_t n) {
-  if (fread(p, 1, n, stdin) != n) {
-    fprintf(stderr, "short input\n");
-    exit(2);
-  }
-}
-
 template <int KT> static void run(int kvh, int T, int pool, int zmax, int chunk, int ntab, int nconv) {
   const int heads = kvh * G;
   std::vector<int> pos(T), tokTab(T), tabs(ntab);

@@ -19,13 +19,6 @@
 #include <cstdio>
 #include "attention.cu"
 
-static void readn(void* p, size_t n) {
-  if (fread(p, 1, n, stdin) != n) {
-    fprintf(stderr, "short input\n");
-    exit(2);
-  }
-}
-
 template <class T> static std::vector<T> readv(size_t n) {
   std::vector<T> v(n);
   readn(v.data(), sizeof(T) * n);

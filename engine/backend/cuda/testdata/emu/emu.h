@@ -9,6 +9,8 @@
 #include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -139,6 +141,15 @@ inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 using std::isinf;
+
+// Reads n bytes of the harness's input from stdin; a short input ends the
+// process (status 2), which the Go side reports.
+inline void readn(void* p, size_t n) {
+  if (fread(p, 1, n, stdin) != n) {
+    fprintf(stderr, "short input\n");
+    exit(2);
+  }
+}
 
 // Runs kernel(args...) over grid blocks of nt threads.
 template <class F> void emu_launch(unsigned grid, unsigned nt, F kernel) {

@@ -12,13 +12,6 @@
 #include <cstdio>
 #include "gemv.cu"
 
-static void readn(void* p, size_t n) {
-  if (fread(p, 1, n, stdin) != n) {
-    fprintf(stderr, "short input\n");
-    exit(2);
-  }
-}
-
 template <int R, int NORM, int MODE, int WIDE> static void run(GemvP p, unsigned grid, unsigned seed) {
   emu_launch3(grid, 1, 1, GEMV_THREADS, seed, [=] { gemvf<R, NORM, MODE, WIDE>(p); });
 }

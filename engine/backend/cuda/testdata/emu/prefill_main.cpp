@@ -15,13 +15,6 @@
 #include <cstdio>
 #include "prefill.cu"
 
-static void readn(void* p, size_t n) {
-  if (fread(p, 1, n, stdin) != n) {
-    fprintf(stderr, "short input\n");
-    exit(2);
-  }
-}
-
 int main() {
   int hd[5];
   readn(hd, sizeof hd);

@@ -7,13 +7,6 @@
 #include <cstdio>
 #include "sample.cu"
 
-static void readn(void* p, size_t n) {
-  if (fread(p, 1, n, stdin) != n) {
-    fprintf(stderr, "short input\n");
-    exit(2);
-  }
-}
-
 int main() {
   int hdr[4];
   readn(hdr, sizeof hdr);
