@@ -49,38 +49,7 @@ func TestAttnDecodeEmulated(t *testing.T) {
 
 	// float64 reference over the given K and V.
 	ref := func(kk, vv []float32) []float32 {
-		out := make([]float32, T*heads*hd)
-		for ti := 0; ti < T; ti++ {
-			L := int(pos[ti]) + 1
-			for hh := 0; hh < heads; hh++ {
-				h := hh / g
-				qr := q[(ti*heads+hh)*hd:][:hd]
-				s := make([]float64, L)
-				mx := math.Inf(-1)
-				row := func(p int) int { return ((int(tabs[int(tokTab[ti])+p/64])*kvh+h)*64 + p%64) * hd }
-				for p := 0; p < L; p++ {
-					var d float64
-					for i, x := range kk[row(p):][:hd] {
-						d += float64(qr[i]) * float64(scale) * float64(x)
-					}
-					s[p] = d
-					mx = math.Max(mx, d)
-				}
-				var sum float64
-				acc := make([]float64, hd)
-				for p := 0; p < L; p++ {
-					w := math.Exp(s[p] - mx)
-					sum += w
-					for i, x := range vv[row(p):][:hd] {
-						acc[i] += w * float64(x)
-					}
-				}
-				for i := range acc {
-					out[(ti*heads+hh)*hd+i] = float32(acc[i] / sum)
-				}
-			}
-		}
-		return out
+		return decodeAttentionRef(q, kk, vv, pos, tokTab, tabs, kvh, g, hd, scale)
 	}
 	exact := ref(kf, vf)
 
@@ -361,6 +330,45 @@ func threeSequences(r *rand.Rand, pool int) (tabs, tokTab []int32) {
 		tabs = append(tabs, int32(p))
 	}
 	return tabs, []int32{0, 12, 14}
+}
+
+// decodeAttentionRef is decode attention in float64: for every token t and
+// query head, softmax(q·K·scale)·V over positions 0…pos[t] of its
+// sequence's blocks in the paged cache kk, vv ([block][kvh][64][hd]).
+func decodeAttentionRef(q, kk, vv []float32, pos, tokTab, tabs []int32, kvh, g, hd int, scale float32) []float32 {
+	heads := kvh * g
+	out := make([]float32, len(pos)*heads*hd)
+	for ti := range pos {
+		L := int(pos[ti]) + 1
+		for hh := 0; hh < heads; hh++ {
+			h := hh / g
+			qr := q[(ti*heads+hh)*hd:][:hd]
+			s := make([]float64, L)
+			mx := math.Inf(-1)
+			row := func(p int) int { return ((int(tabs[int(tokTab[ti])+p/64])*kvh+h)*64 + p%64) * hd }
+			for p := 0; p < L; p++ {
+				var d float64
+				for i, x := range kk[row(p):][:hd] {
+					d += float64(qr[i]) * float64(scale) * float64(x)
+				}
+				s[p] = d
+				mx = math.Max(mx, d)
+			}
+			var sum float64
+			acc := make([]float64, hd)
+			for p := 0; p < L; p++ {
+				w := math.Exp(s[p] - mx)
+				sum += w
+				for i, x := range vv[row(p):][:hd] {
+					acc[i] += w * float64(x)
+				}
+			}
+			for i := range acc {
+				out[(ti*heads+hh)*hd+i] = float32(acc[i] / sum)
+			}
+		}
+	}
+	return out
 }
 
 // randomQKV draws nq query elements and a cache's nkv K and V elements: Q

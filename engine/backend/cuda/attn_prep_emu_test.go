@@ -211,37 +211,11 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 					}
 
 					// The attention over the cache as stored.
-					want := make([]float32, len(q))
-					for ti := 0; ti < T; ti++ {
-						L := int(pos[ti]) + 1
-						for hh := 0; hh < heads; hh++ {
-							h := hh / g
-							qr := sep.q[(ti*heads+hh)*hd:][:hd]
-							row := func(p int) int { return ((int(tabs[int(tokTab[ti])+p/64])*kvh+h)*64 + p%64) * hd }
-							s := make([]float64, L)
-							mx := math.Inf(-1)
-							for p := 0; p < L; p++ {
-								var d float64
-								for i := 0; i < hd; i++ {
-									d += float64(qr[i]) * float64(scale) * float64(dec(fold.kc[row(p)+i]))
-								}
-								s[p] = d
-								mx = math.Max(mx, d)
-							}
-							var sum float64
-							acc := make([]float64, hd)
-							for p := 0; p < L; p++ {
-								e := math.Exp(s[p] - mx)
-								sum += e
-								for i := 0; i < hd; i++ {
-									acc[i] += e * float64(dec(fold.vc[row(p)+i]))
-								}
-							}
-							for i := range acc {
-								want[(ti*heads+hh)*hd+i] = float32(acc[i] / sum)
-							}
-						}
+					kd, vd := make([]float32, len(fold.kc)), make([]float32, len(fold.vc))
+					for i := range kd {
+						kd[i], vd[i] = dec(fold.kc[i]), dec(fold.vc[i])
 					}
+					want := decodeAttentionRef(sep.q, kd, vd, pos, tokTab, tabs, kvh, g, hd, scale)
 					compare(t, "attention", fold.out, want, [2]float64{tcTolBF16, tcTolF16}[kt])
 				})
 			}
