@@ -330,6 +330,16 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_KSR
 #define GF_KSR GF_KS
 #endif
+// GF_L2PF=1: before PDL_WAIT each warp also asks L2 for the rest of its
+// weight rows (prefetch.global.L2, a line per lane at a time), so that
+// DRAM keeps streaming this product's weights while the previous kernel
+// finishes: with a trigger before exit (PDL_TRIGGER 0 or 1,
+// ATTN_PDL_TRIGGER) across the whole tail of the previous grid. Changes no
+// result. Not yet measured (prepared in run 14's session after its device
+// time ran out).
+#ifndef GF_L2PF
+#define GF_L2PF 0
+#endif
 #define GF_MULTI 0
 #define GF_SWIGLU 1
 #define GF_RESID 2
@@ -503,6 +513,13 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     if (i < k1) {
       wv[u][0] = ld_stream(wr0 + i);
       if (TWO) wv[u][1] = ld_stream(wr1 + i);
+    }
+  }
+  if (GF_L2PF) {
+    // 64 elements (128 bytes) a line, from past the chunks just loaded.
+    for (int i = k0 + U * 256 + lane * 64; i < k1; i += 32 * 64) {
+      prefetch_l2(wr0 + i);
+      if (TWO) prefetch_l2(wr1 + i);
     }
   }
   PDL_ENTRY();

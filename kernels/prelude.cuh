@@ -155,6 +155,9 @@ __device__ __forceinline__ float warp_max(float v) {
 #define EXTERN_SMEM(T, name) extern __shared__ __align__(16) T name[]
 
 // Asynchronous global → shared copies (sm_80+).
+// Asks L2 for the 128-byte line holding p (a hint: no result depends on it).
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 // A shared-memory address as cp.async and ldmatrix take it, to which byte
 // offsets add (a pointer in the CPU emulation).
 typedef u32 saddr_t;

@@ -102,6 +102,7 @@ inline float warp_max(float v) {
 }
 
 // cp.async: a plain copy; smem_addr passes the pointer through.
+inline void prefetch_l2(const void*) {}
 typedef unsigned char* saddr_t;  // byte offsets add to it, as to the GPU's u32
 inline saddr_t smem_addr(const void* p) { return (saddr_t)p; }
 inline void cp_async16(void* dst, const void* src) { std::memcpy(dst, src, 16); }
