@@ -12,7 +12,6 @@ import (
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/backend/cpu"
 	"github.com/infernix/infernix/engine/model"
-	"github.com/infernix/infernix/engine/safetensors"
 )
 
 // bf16Inputs is the CPU backend with the GPU's rounding of cuBLASLt
@@ -55,14 +54,7 @@ func TestBF16InputBudget(t *testing.T) {
 	// router and the indexed experts, which this emulation does not follow).
 	for _, name := range []string{"qwen3-untied-bf16"} {
 		dir := filepath.Join("../../../tests/testdata/models", name)
-		cfg, err := model.LoadConfig(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		set, err := safetensors.OpenDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg, set := openCheckpoint(t, dir)
 		emu := &bf16Inputs{Backend: cpuBe}
 		g := build(t, cfg, &model.FileWeights{Set: set, Be: emu}, emu)
 		c := build(t, cfg, &model.FileWeights{Set: set, Be: cpuBe}, cpuBe)
