@@ -302,32 +302,8 @@ __device__ __forceinline__ void decode_load(u16* st, const u16* __restrict__ kc,
 // (generic); off: this thread's element offset within a (block, head) tile.
 // Same copies, same zeroing as decode_load<NT, 0, true>.
 #define TC_FAST (NT % DG == 0 && TP % (NT / DG) == 0)
-// ATTN_KV_EF=1: the tensor-core decode attention's tile copies carry an
-// L2 evict-first policy: the cache is read once a step, and at long
-// contexts (134 MB a layer at 32K for Qwen3-8B) it would otherwise push
-// out of L2 the o-projection's weights that ATTN_WPF prefetches.
-#ifndef ATTN_KV_EF
-#define ATTN_KV_EF 1
-#endif
-// ATTN_WPF: the tensor-core decode attention prefetches into L2 the
-// weights of the product that reads its output (the o-projection: the
-// backend passes them when that product follows, wpf and wpfLines), so
-// that DRAM streams them while the attention leaves it idle (at short
-// contexts it reads a few MB; at long ones its SMs idle a quarter of the
-// time in ramp, tail and merge) and the product reads them from L2. 0:
-// off; 1: every block of the first token's row prefetches its share at
-// entry (before PDL_WAIT: weights never depend on earlier work); 2: each
-// active split after its main loop. A hint: changes no result.
-#ifndef ATTN_WPF
-#define ATTN_WPF 1
-#endif
-__device__ __forceinline__ void weight_prefetch(const u16* w, int lines, int b, int nblk) {
-  if (w == 0) return;
-  const int l0 = (int)((long)lines * b / nblk), l1 = (int)((long)lines * (b + 1) / nblk);
-  for (int l = l0 + (int)threadIdx.x; l < l1; l += (int)blockDim.x) prefetch_l2((const char*)w + (long)l * 128);
-}
 __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restrict__ kc, const u16* __restrict__ vc, const int* tab,
-                                        int p0, int end, int kvh, int h, int off, int r0, u64 pol) {
+                                        int p0, int end, int kvh, int h, int off, int r0) {
   constexpr int RS = NT / DG;  // rows per pass
   const int rows = min(TP, end - p0);
   const long base = ((long)tab[p0 >> 6] * kvh + h) * 64 * HD + off;  // p0 is a multiple of 64
@@ -336,13 +312,8 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 #pragma unroll
   for (int i = 0; i < TP / RS; i++) {
     if (r0 + i * RS < rows) {
-      if (ATTN_KV_EF) {
-        cp_async16_pol(sk + i * RS * KV_LD * 2, gk + i * RS * HD, pol);
-        cp_async16_pol(sk + (TP + i * RS) * KV_LD * 2, gv + i * RS * HD, pol);
-      } else {
-        cp_async16(sk + i * RS * KV_LD * 2, gk + i * RS * HD);
-        cp_async16(sk + (TP + i * RS) * KV_LD * 2, gv + i * RS * HD);
-      }
+      cp_async16(sk + i * RS * KV_LD * 2, gk + i * RS * HD);
+      cp_async16(sk + (TP + i * RS) * KV_LD * 2, gv + i * RS * HD);
     } else {
       *(uint4*)(zv + i * RS * KV_LD) = make_uint4(0, 0, 0, 0);
     }
@@ -351,24 +322,15 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 
 // The end of a split decode block (attn_decode, attn_decode_tc) that has
 // written its partial: publish and count it; the last split of (t, h)
-// merges them all into out. smem: the block's dead K/V stages, SMB bytes
-// (G·nz floats at least; the host keeps nz ≤ MERGE_CAP/G).
+// merges them all into out. smem: the block's dead K/V stages (G·nz floats
+// at least; the host keeps nz ≤ MERGE_CAP/G).
 // DM_UNROLL: splits whose partials each thread requests at once in the
-// merge (its MI outputs each) when they are read from L2.
-// DM_SMEM=1: where the G·nz partials fit the stages beside the weights
-// (G·nz·(HD+3) floats; nz ≤ 49 at head dim 128, G 4), the merging block
-// first copies them all into shared memory with cp.async and waits once:
-// one L2 round trip instead of ~3 for the maxima and weights and nz /
-// DM_UNROLL for the sums, while the rest of the GPU may be idle (run 14:
-// the 32K decode attention's SMs are active 76% of its time). Same values
-// in the same order of additions, so bit-identical to DM_SMEM=0.
+// merge (its MI outputs each); a merge of nz splits takes about nz/DM_UNROLL
+// L2 round trips while the rest of the GPU may be idle.
 #ifndef DM_UNROLL
 #define DM_UNROLL 8  // run 14: 8 against 2, 166.6 against 164.4 tok/s at 32K
 #endif
-#ifndef DM_SMEM
-#define DM_SMEM 1
-#endif
-template <int NTD, int SMB>
+template <int NTD>
 __device__ __forceinline__ bool decode_merge(float* out, float* part, int* cnt, float* smem, int t, int h, int heads, int kvh,
                                              int zmax, int nz) {
   __shared__ float Ls[G];
@@ -381,49 +343,23 @@ __device__ __forceinline__ bool decode_merge(float* out, float* part, int* cnt, 
   __syncthreads();
   if (!last) return false;
   __threadfence();
-  // Other blocks' partials are read through L2 (__ldcg or cp.async.cg):
-  // never from L1. The split weights exp(m_z − M) go to shared memory (the
-  // dead K/V stages; the host keeps G·nz within them, MERGE_CAP), then each
-  // thread accumulates its MI outputs with the splits outermost, so that MI
+  // Other blocks' partials are read through L2 (__ldcg): never from L1.
+  // The split weights exp(m_z − M) go to shared memory (the dead K/V
+  // stages; the host keeps G·nz within them, MERGE_CAP), then each thread
+  // accumulates its MI outputs with the splits outermost, so that MI
   // independent loads are in flight at a time.
-  constexpr int RF = HD + 2;  // floats of a partial: HD sums, max, sum of weights
-  float* wz = smem;           // [G][nz]
-  const float* hb = part + ((long)t * heads + h * G) * zmax * RF;  // head h·G's partials
-  long gs = (long)zmax * RF;                                       // from one head's partials to the next
-  const int wzf = (G * nz + 3) & ~3, gsb = (nz * RF + 3) & ~3;
-  const bool bulk = DM_SMEM && (long)(wzf + G * gsb) * 4 <= SMB;
-  if (bulk) {
-    // Head g's nz partials (nz·RF floats: 16-byte aligned, since zmax ≥ 2
-    // is even) to smem + wzf + g·gsb, 16 bytes a copy, an 8-byte tail when
-    // nz is odd.
-    float* ps = smem + wzf;
-    const int n16 = nz * RF / 4, n8 = (nz * RF) & 2;
-    for (int c = tid; c < G * (n16 + 1); c += NTD) {
-      const int g = c / (n16 + 1), j = c - g * (n16 + 1);
-      if (j < n16) {
-        cp_async16(smem_addr(ps + g * gsb + 4 * j), hb + g * gs + 4 * j);
-      } else if (n8) {
-        cp_async8(smem_addr(ps + g * gsb + 4 * j), hb + g * gs + 4 * j);
-      }
-    }
-    cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
-    hb = ps;
-    gs = gsb;
-  }
-  auto rd = [&](const float* p) { return bulk ? *p : __ldcg(p); };
+  float* wz = smem;  // [G][nz]
   for (int g = warp; g < G; g += NTD / 32) {
-    const float* pp = hb + g * gs;
+    const float* pp = part + ((long)t * heads + h * G + g) * zmax * (HD + 2);
     float m = NEG_INF;
-    for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, rd(pp + (long)zz * RF + HD));
+    for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * (HD + 2) + HD));
     m = warp_max(m);
     float l = 0.f;
     for (int zz = lane; zz < nz; zz += 32) {
-      const float* pz = pp + (long)zz * RF;
-      const float w = expf(rd(pz + HD) - m);
+      const float* pz = pp + (long)zz * (HD + 2);
+      const float w = expf(__ldcg(pz + HD) - m);
       wz[g * nz + zz] = w;
-      l += rd(pz + HD + 1) * w;
+      l += __ldcg(pz + HD + 1) * w;
     }
     l = warp_sum(l);
     if (lane == 0) Ls[g] = l;
@@ -438,20 +374,13 @@ __device__ __forceinline__ bool decode_merge(float* out, float* part, int* cnt, 
     const int i = min(tid + k * NTD, G * HD - 1);  // past the end: repeats the last output, not written
     const int g = i / HD, d = i - g * HD;
     a[k] = 0.f;
-    pb[k] = hb + g * gs + d;
+    pb[k] = part + ((long)t * heads + h * G + g) * zmax * (HD + 2) + d;
     wb[k] = g * nz;
   }
-  if (bulk) {
-    for (int zz = 0; zz < nz; zz++) {
-#pragma unroll
-      for (int k = 0; k < MI; k++) a[k] = fmaf(pb[k][zz * RF], wz[wb[k] + zz], a[k]);
-    }
-  } else {
 #pragma unroll DM_UNROLL
-    for (int zz = 0; zz < nz; zz++) {
+  for (int zz = 0; zz < nz; zz++) {
 #pragma unroll
-      for (int k = 0; k < MI; k++) a[k] = fmaf(__ldcg(pb[k] + (long)zz * RF), wz[wb[k] + zz], a[k]);
-    }
+    for (int k = 0; k < MI; k++) a[k] = fmaf(__ldcg(pb[k] + (long)zz * (HD + 2)), wz[wb[k] + zz], a[k]);
   }
 #pragma unroll
   for (int k = 0; k < MI; k++) {
@@ -638,7 +567,7 @@ __device__ __forceinline__ void attn_decode_impl(const u16* __restrict__ kc, con
     __syncthreads();
   }
   if (single) return;
-  decode_merge<NTD, ST * STG * 2>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz);
+  decode_merge<NTD>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz);
 }
 
 #define ATTN_DECODE_ARGS                                                                                                 \
@@ -782,17 +711,14 @@ struct DecodePrepP {
   const float* sinT;
   int kvh, zmax, chunk, half;
   float scale, qeps, keps;
-  int wpfLines;     // weight_prefetch: 128-byte lines of wpf (0: none)
-  const u16* wpf;
 };
 
 template <int KT, bool PREP = false>
 __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc, const float* q, float* out, float* part, int* cnt,
                                                     const int* __restrict__ tokTab, const int* __restrict__ pos,
                                                     const int* __restrict__ tabs, int kvh, float scale, int zmax, int chunk,
-                                                    const DecodePrepP* pp = 0, const u16* wpf = 0, int wpfLines = 0) {
+                                                    const DecodePrepP* pp = 0) {
   constexpr int STG = 2 * TP * KV_LD;
-  if (ATTN_WPF == 1 && blockIdx.y == 0) weight_prefetch(wpf, wpfLines, blockIdx.z * gridDim.x + blockIdx.x, gridDim.x * gridDim.z);
   PDL_ENTRY();
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
   const int len = pos[t] + 1;
@@ -814,11 +740,10 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   const saddr_t sk0 = smem_addr(kvs) + (r0 * KV_LD + cg * 8) * 2;
   u16* const zv0 = kvs + (TP + r0) * KV_LD + cg * 8;
   const int off = r0 * HD + cg * 8;
-  const u64 pol = ATTN_KV_EF ? l2_evict_first() : 0;
   auto load = [&](int it) {  // tile it of the split into its stage
     const int st = it % DSTAGES, p0 = start + it * TP;
     if (TC_FAST) {
-      tc_load(sk0 + st * STG * 2, zv0 + st * STG, kc, vc, tab, p0, end, kvh, h, off, r0, pol);
+      tc_load(sk0 + st * STG * 2, zv0 + st * STG, kc, vc, tab, p0, end, kvh, h, off, r0);
     } else {
       decode_load<NT, 0, true>(kvs + st * STG, kc, vc, tab, p0, end, kvh, h);
     }
@@ -953,7 +878,6 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     __syncthreads();  // the stage is overwritten by the load issued next iteration
   }
   cp_async_wait<0>();
-  if (ATTN_WPF == 2 && t == 0) weight_prefetch(wpf, wpfLines, z * kvh + h, kvh * nz);
   PDL_LATE();
 #pragma unroll
   for (int i = 0; i < 2; i++) {
@@ -1006,7 +930,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   bool wrote = single;
   if (!single) {
     __syncthreads();  // mw, lw and ow are read before the merge reuses the stages
-    wrote = decode_merge<NT, DSTAGES * STG * 2>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz);
+    wrote = decode_merge<NT>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz);
   }
   if (PREP && wrote) {
     // Every other split of (t, h) has counted, so has read the raw q.
@@ -1015,13 +939,13 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   }
 }
 
-extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc(ATTN_DECODE_ARGS, const u16* wpf, int wpfLines) {
-  attn_decode_tc_impl<KVDT>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk, 0, wpf, wpfLines);
+extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc(ATTN_DECODE_ARGS) {
+  attn_decode_tc_impl<KVDT>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
 }
 
 extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const DecodePrepP p) {
   attn_decode_tc_impl<KVDT, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale, p.zmax, p.chunk,
-                                  &p, p.wpf, p.wpfLines);
+                                  &p);
 }
 #endif
 

@@ -169,21 +169,6 @@ __device__ __forceinline__ u32 smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(u32 dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src));
 }
-// 8 bytes (cp.async.ca: the .cg form takes 16 only), for a copy's odd tail.
-__device__ __forceinline__ void cp_async8(u32 dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src));
-}
-// An L2 policy that evicts the lines it touches first, and cp.async with it:
-// for data read once (the KV cache at long contexts), so that it does not
-// displace what was prefetched into L2 for the next kernel.
-__device__ __forceinline__ u64 l2_evict_first() {
-  u64 p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ void cp_async16_pol(u32 dst, const void* src, u64 pol) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "l"(pol));
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
 

@@ -196,15 +196,15 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		// The prep folded into the decode attention (struct DecodePrepP
 		// in kernels/attention.cu): no block of the launch reads a
 		// position that another stores.
-		var a [20]uint64
+		var a [19]uint64
 		a[0], a[1], a[2], a[3], a[4], a[5] = ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(part), ptr(cnt)
 		a[6], a[7], a[8], a[9], a[10] = ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), ptr(kk.ptr), ptr(vv.ptr)
 		a[11], a[12], a[13], a[14] = ptr(qn.w), ptr(kn.w), ptr(rope.tab.cos), ptr(rope.tab.sin)
 		a[15] = pair(i32(kvh), i32(zmax))
 		a[16] = pair(i32(chunk), i32(rope.half))
 		a[17] = pair(f32(scale), f32(qn.eps))
-		a[18] = f32(kn.eps) // the high half: wpfLines, then a[19] wpf (prefetchFor)
-		b.holdLaunch(ak.decodeTCPrep, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), uint32(decodeSmem), o.ptr, 19, 18, true, a[:]...)
+		a[18] = f32(kn.eps)
+		b.launch(ak.decodeTCPrep, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem), a[:]...)
 		return
 	}
 	if prepped {
@@ -234,13 +234,6 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		b.launch(ak.split, uint32(kvh), uint32(T), uint32(zmax), 128, 1, uint32(ak.splitSmem),
 			ptr(kc), ptr(vc), ptr(qq.ptr), ptr(part), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), i32(kvh), f32(scale), i32(zmax))
 		b.launch(ak.combine, uint32(heads), uint32(T), 1, 128, 1, 0, ptr(o.ptr), ptr(part), ptr(m.pos), i32(heads), i32(zmax))
-		return
-	}
-	if decodeK == ak.decodeTC {
-		// attn_decode_tc also takes wpf and wpfLines (prefetchFor).
-		b.holdLaunch(decodeK, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), uint32(decodeSmem), o.ptr, 13, 14, false,
-			ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(part), ptr(cnt), ptr(m.tokTab), ptr(m.pos), ptr(m.tabs),
-			i32(kvh), f32(scale), i32(zmax), i32(chunk), 0, 0)
 		return
 	}
 	b.launch(decodeK, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem),

@@ -419,19 +419,6 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}
 	b.flush()
 	b.fz.prep = fz.prep
-	// The decode attention's L2 prefetch of the o-projection's weights
-	// (ATTN_WPF; INFERNIX_CUDA_NOFUSE=wpf) off and on, in the order on,
-	// off, off, on, so that the drift within a process (later figures read
-	// 1–2% higher, run 14) favours neither.
-	for i, on := range []bool{true, false, false, true} {
-		b.flush()
-		b.fz.wpf = on
-		name := fmt.Sprintf("%s%d", map[bool]string{true: "wpf", false: "nowpf"}[on], i/2)
-		decode("decode_1lane_ctx512_"+name, [][]int32{seqBlocks(100, 16)}, 710, 64)
-		decode("decode_1lane_ctx32k_"+name, [][]int32{seqBlocks(200, 520)}, 32910, 32)
-	}
-	b.flush()
-	b.fz.wpf = fz.wpf
 	b.flush()
 	fuse := b.fuse
 	b.fuse = false

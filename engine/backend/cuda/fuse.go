@@ -33,19 +33,17 @@ import (
 // INFERNIX_CUDA_FUSE=0 turns all of it off; INFERNIX_CUDA_NOFUSE takes a
 // comma-separated list of parts to turn off (gemvf: the fused product
 // kernels, and with them norm, resid and swiglu; norm; resid; swiglu; attn,
-// and with it prep; prep: the prep folded into the decode attention; wpf:
-// the decode attention's L2 prefetch of the o-projection's weights), so
+// and with it prep; prep: the prep folded into the decode attention), so
 // that a bad kernel can be bisected on the device.
 
 type pendKind uint8
 
 const (
-	pendNone   pendKind = iota
-	pendGemv            // decode products of the same activations (+ prologue, epilogue)
-	pendAdd             // a residual add (may fuse with the RMSNorm of its result)
-	pendNorm            // an RMSNorm that the next decode product may take as its prologue
-	pendAttn            // per-head RMSNorms and RoPEs of q and k, which Attention may take
-	pendLaunch          // a decode attention launch, held for the weights of the product that reads its output
+	pendNone pendKind = iota
+	pendGemv          // decode products of the same activations (+ prologue, epilogue)
+	pendAdd           // a residual add (may fuse with the RMSNorm of its result)
+	pendNorm          // an RMSNorm that the next decode product may take as its prologue
+	pendAttn          // per-head RMSNorms and RoPEs of q and k, which Attention may take
 )
 
 // Epilogues of the fused product kernels (GF_* in kernels/gemv.cu).
@@ -57,12 +55,12 @@ const (
 
 // fuseParts says which fusions are on.
 type fuseParts struct {
-	gemvf, norm, resid, swiglu, attn, prep, wpf bool
+	gemvf, norm, resid, swiglu, attn, prep bool
 }
 
 func fuseConfig() (bool, fuseParts) {
 	on := os.Getenv("INFERNIX_CUDA_FUSE") != "0"
-	p := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true, prep: true, wpf: true}
+	p := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true, prep: true}
 	for _, f := range strings.Split(os.Getenv("INFERNIX_CUDA_NOFUSE"), ",") {
 		switch strings.TrimSpace(f) {
 		case "gemvf":
@@ -77,8 +75,6 @@ func fuseConfig() (bool, fuseParts) {
 			p.attn = false
 		case "prep":
 			p.prep = false
-		case "wpf":
-			p.wpf = false
 		}
 	}
 	return on, p
@@ -127,51 +123,7 @@ type pending struct {
 	qn, kn       normOp
 	rq, rk       ropeOp
 	nNorm, nRope int
-	// pendLaunch: the launch; its output; where its weight-prefetch
-	// pointer and line count go (slot indices into held.args, the count
-	// in the high half of its slot when hiHalf).
-	held             rec
-	heldOut          driver.DevPtr
-	wpfPtr, wpfLines int
-	hiHalf           bool
-	flushing         bool
-}
-
-// holdLaunch holds a decode attention launch (kernel attn_decode_tc or
-// attn_decode_tc_prep, whose ATTN_WPF prefetch takes a weight pointer and a
-// count of 128-byte lines) until the next operator: a product of its output
-// passes its weights first (prefetchFor); anything else launches it as is.
-func (b *Backend) holdLaunch(k *kernel, gx, gy, gz, bx, smem uint32, out driver.DevPtr, wpfPtr, wpfLines int, hiHalf bool, args ...uint64) {
-	if b.err != nil || gx == 0 || gy == 0 || gz == 0 {
-		return
-	}
-	if !b.fuse || !b.fz.wpf {
-		b.launch(k, gx, gy, gz, bx, 1, smem, args...)
-		return
-	}
-	b.flush()
-	r := rec{kind: recLaunch, k: k, grid: [3]uint32{gx, gy, gz}, block: [2]uint32{bx, 1}, smem: smem, pdl: b.pdl && k.pdl}
-	r.nargs = uint8(copy(r.args[:], args))
-	b.pend = pending{kind: pendLaunch, held: r, heldOut: out, wpfPtr: wpfPtr, wpfLines: wpfLines, hiHalf: hiHalf}
-}
-
-// prefetchFor gives a held attention launch whose output is x the weights
-// of the product about to read it, for its L2 prefetch.
-func (b *Backend) prefetchFor(x driver.DevPtr, w *Tensor) {
-	p := &b.pend
-	if p.kind != pendLaunch || p.heldOut != x {
-		return
-	}
-	lines := w.bytes() / 128
-	if lines > 1<<30 {
-		lines = 1 << 30
-	}
-	p.held.args[p.wpfPtr] = ptr(w.ptr)
-	if p.hiHalf {
-		p.held.args[p.wpfLines] = p.held.args[p.wpfLines]&0xffffffff | lines<<32
-	} else {
-		p.held.args[p.wpfLines] = lines
-	}
+	flushing     bool
 }
 
 // holdGemv takes a decode GEMV into the pending group; false if it cannot
@@ -385,9 +337,6 @@ func (b *Backend) flush() {
 		if q.nRope == 2 {
 			b.ropeNow(q.rk)
 		}
-	case pendLaunch:
-		b.launches++
-		b.submit(&q.held)
 	case pendGemv:
 		if b.fz.gemvf {
 			b.launchGemvf(&q)

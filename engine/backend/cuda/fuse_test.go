@@ -21,7 +21,7 @@ type fuseMode struct {
 }
 
 func fuseModes(b *Backend) []fuseMode {
-	all := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true, prep: true, wpf: true}
+	all := fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true, prep: true}
 	noPrep := all
 	noPrep.prep = false
 	return []fuseMode{

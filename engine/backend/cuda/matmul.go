@@ -42,7 +42,6 @@ func (b *Backend) matmulOpt(out, x driver.DevPtr, w *Tensor, T, I, O int, allowL
 		b.memset(out, 0, T*O)
 		return
 	}
-	b.prefetchFor(x, w)
 	if allowLt && T > b.gemvMax && b.lt != nil && I%8 == 0 && (w.dt == backend.BF16 || w.dt == backend.F32) {
 		if b.gemmLt(out, x, w, T, I, O) {
 			return

@@ -106,9 +106,6 @@ inline void prefetch_l2(const void*) {}
 typedef unsigned char* saddr_t;  // byte offsets add to it, as to the GPU's u32
 inline saddr_t smem_addr(const void* p) { return (saddr_t)p; }
 inline void cp_async16(void* dst, const void* src) { std::memcpy(dst, src, 16); }
-inline void cp_async8(void* dst, const void* src) { std::memcpy(dst, src, 8); }
-inline u64 l2_evict_first() { return 0; }
-inline void cp_async16_pol(void* dst, const void* src, u64) { std::memcpy(dst, src, 16); }
 inline void cp_async_commit() {}
 template <int N> inline void cp_async_wait() {}
 
