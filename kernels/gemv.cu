@@ -340,6 +340,26 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_L2PF
 #define GF_L2PF 0
 #endif
+// GF_TMA=1: the weights stream into shared memory by the copy engine
+// (cp.async.bulk: Hopper's 1-D TMA) rather than through each lane's loads:
+// GF_TS stages of GF_TC elements of each of the block's 16 weight rows,
+// each stage's bytes counted on its mbarrier; the first GF_TS − 1 stages
+// are requested before PDL_WAIT. Why: the products with one wave of blocks
+// (o_proj and down: 256 blocks, q|k|v 384) read at 2.3–2.8 TB/s against
+// 3.9–4.2 for gate|up and the LM head (run 13), and more loads in flight per
+// lane (GF_U, GF_PIPE, GF_KS) did not lift them: bulk copies keep 64 KB a
+// block in flight without the lanes' load queues. Only where a warp has two
+// rows and the whole of I (not split-K, not GF_KS); elsewhere the loads
+// stay. Each lane adds the same elements in the same order: bit-identical.
+#ifndef GF_TMA
+#define GF_TMA 0
+#endif
+#ifndef GF_TS
+#define GF_TS 4
+#endif
+#ifndef GF_TC
+#define GF_TC 512
+#endif
 #define GF_MULTI 0
 #define GF_SWIGLU 1
 #define GF_RESID 2
@@ -453,6 +473,43 @@ __device__ __forceinline__ void gemvf_reduce(const GemvP& p, float (&acc)[R][2],
   if (threadIdx.x == 0) cnt[grp] = 0;  // ready for the next launch or graph replay
 }
 
+// One lane's 8 weights of each of its rows (w0, and w1 when TWO) at
+// element i, against the activations' 8 (RMSNorm'd when NORM, their squares
+// summed into ss): the one place the fused products add, so that every way
+// of streaming the weights adds in the same order.
+template <int R, int NORM, bool TWO>
+__device__ __forceinline__ void gemvf_add(const GemvP& p, uint4 w0, uint4 w1, int i, float (&acc)[R][2], float (&ss)[R]) {
+  const int T = p.T, I = p.I;
+  float wf0[8], wf1[8], g[8];
+  unpack_bf16x8(w0, wf0);
+  if (TWO) unpack_bf16x8(w1, wf1);
+  if (NORM) {
+    const float4 a = __ldg((const float4*)(p.nw + i));
+    const float4 b = __ldg((const float4*)(p.nw + i + 4));
+    g[0] = a.x; g[1] = a.y; g[2] = a.z; g[3] = a.w; g[4] = b.x; g[5] = b.y; g[6] = b.z; g[7] = b.w;
+  }
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    if (r < T) {
+      const float4 a = __ldg((const float4*)(p.x + (long)r * I + i));
+      const float4 b = __ldg((const float4*)(p.x + (long)r * I + i + 4));
+      float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      if (NORM) {
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+          ss[r] = fmaf(xv[e], xv[e], ss[r]);
+          xv[e] *= g[e];
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < 8; e++) {
+        acc[r][0] = fmaf(xv[e], wf0[e], acc[r][0]);
+        if (TWO) acc[r][1] = fmaf(xv[e], wf1[e], acc[r][1]);
+      }
+    }
+  }
+}
+
 template <int R, int NORM, int MODE, int WIDE>
 __device__ __forceinline__ void gemvf(const GemvP& p) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -505,90 +562,111 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     wr0 = w + (long)min(o0, O - 1) * I;
     wr1 = w + (long)min(o0 + RW - 1, O - 1) * I;
   }
-  constexpr int U = MODE == GF_RESID ? GF_UR : GF_U;
-  uint4 wv[U][2];
-#pragma unroll
-  for (int u = 0; u < U; u++) {
-    const int i = k0 + lane * 8 + u * 256;
-    if (i < k1) {
-      wv[u][0] = ld_stream(wr0 + i);
-      if (TWO) wv[u][1] = ld_stream(wr1 + i);
-    }
-  }
-  if (GF_L2PF) {
-    // 64 elements (128 bytes) a line, from past the chunks just loaded.
-    for (int i = k0 + U * 256 + lane * 64; i < k1; i += 32 * 64) {
-      prefetch_l2(wr0 + i);
-      if (TWO) prefetch_l2(wr1 + i);
-    }
-  }
-  PDL_ENTRY();
   float acc[R][2], ss[R];
 #pragma unroll
   for (int r = 0; r < R; r++) {
     acc[r][0] = acc[r][1] = 0.f;
     ss[r] = 0.f;
   }
-  for (int i0 = k0 + lane * 8;;) {
-    // GF_PIPE: the next U chunks are requested before this U are used, so
-    // a warp always has loads in flight (otherwise it issues, waits, adds).
-    uint4 nv[GF_PIPE ? U : 1][2];
-    if (GF_PIPE) {
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int i = i0 + 256 * U + u * 256;
-        if (i < k1) {
-          nv[u][0] = ld_stream(wr0 + i);
-          if (TWO) nv[u][1] = ld_stream(wr1 + i);
-        }
+#if GF_TMA
+  // (Only with the stages' shared memory: INFERNIX_CUDA_DEFINES=GF_TMA=1
+  // alone compiles this without the host reserving it.)
+  if (!WIDE && KS == 1 && TWO && dyn_smem_bytes() >= GF_TS * 16 * GF_TC * 2) {
+    // Stage s holds GF_TC elements of the block's 16 weight rows (warp
+    // wi's rows 2·wi and 2·wi + 1); lanes 0…15 of warp 0 each copy one row.
+    EXTERN_SMEM(u16, gsm);
+    __shared__ __align__(8) u64 bars[GF_TS];
+    const int nch = (k1 - k0 + GF_TC - 1) / GF_TC;
+    const u16* myrow = wr0;
+    if (warp == 0 && lane < 16) {
+      const int wi = lane >> 1, j = lane & 1, o = (blk * GW_WARPS + wi) * RW;
+      if (MODE == GF_SWIGLU) {
+        myrow = (j ? p.w1 : p.w0) + (long)min(o, O - 1) * I;
+      } else {
+        myrow = w + (long)min(o + j * (RW - 1), O - 1) * I;
       }
     }
+    auto issue = [&](int c) {  // warp 0: chunk c into stage c % GF_TS
+      const int kc = k0 + c * GF_TC, n = min(GF_TC, k1 - kc);
+      const saddr_t bar = smem_addr(&bars[c % GF_TS]);
+      if (lane == 0) mbar_expect_tx(bar, 16 * n * 2);
+      __syncwarp();
+      if (lane < 16) tma_load_1d(smem_addr(gsm + ((c % GF_TS) * 16 + lane) * GF_TC), myrow + kc, n * 2, bar);
+    };
+    if (threadIdx.x == 0) {
+      for (int st = 0; st < GF_TS; st++) mbar_init(smem_addr(&bars[st]), 1);
+      mbar_fence_init();
+    }
+    __syncthreads();
+    if (warp == 0) {
+      for (int c = 0; c < GF_TS - 1 && c < nch; c++) issue(c);
+    }
+    PDL_ENTRY();
+    for (int c = 0; c < nch; c++) {
+      __syncthreads();  // every warp is done with chunk c − 1: its stage may be refilled
+      if (warp == 0 && c + GF_TS - 1 < nch) issue(c + GF_TS - 1);
+      mbar_wait(smem_addr(&bars[c % GF_TS]), (c / GF_TS) & 1);
+      const u16* s0 = gsm + ((c % GF_TS) * 16 + warp * 2) * GF_TC;
+      const int kc = k0 + c * GF_TC;
+#pragma unroll
+      for (int u = 0; u < GF_TC / 256; u++) {
+        const int e = u * 256 + lane * 8;
+        if (kc + e < k1) gemvf_add<R, NORM, TWO>(p, *(const uint4*)(s0 + e), *(const uint4*)(s0 + GF_TC + e), kc + e, acc, ss);
+      }
+    }
+  } else
+#endif
+  {
+    constexpr int U = MODE == GF_RESID ? GF_UR : GF_U;
+    uint4 wv[U][2];
 #pragma unroll
     for (int u = 0; u < U; u++) {
-      const int i = i0 + u * 256;
+      const int i = k0 + lane * 8 + u * 256;
       if (i < k1) {
-        float wf0[8], wf1[8], g[8];
-        unpack_bf16x8(wv[u][0], wf0);
-        if (TWO) unpack_bf16x8(wv[u][1], wf1);
-        if (NORM) {
-          const float4 a = __ldg((const float4*)(p.nw + i));
-          const float4 b = __ldg((const float4*)(p.nw + i + 4));
-          g[0] = a.x; g[1] = a.y; g[2] = a.z; g[3] = a.w; g[4] = b.x; g[5] = b.y; g[6] = b.z; g[7] = b.w;
-        }
+        wv[u][0] = ld_stream(wr0 + i);
+        if (TWO) wv[u][1] = ld_stream(wr1 + i);
+      }
+    }
+    if (GF_L2PF) {
+      // 64 elements (128 bytes) a line, from past the chunks just loaded.
+      for (int i = k0 + U * 256 + lane * 64; i < k1; i += 32 * 64) {
+        prefetch_l2(wr0 + i);
+        if (TWO) prefetch_l2(wr1 + i);
+      }
+    }
+    PDL_ENTRY();
+    for (int i0 = k0 + lane * 8;;) {
+      // GF_PIPE: the next U chunks are requested before this U are used, so
+      // a warp always has loads in flight (otherwise it issues, waits, adds).
+      uint4 nv[GF_PIPE ? U : 1][2];
+      if (GF_PIPE) {
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-          if (r < T) {
-            const float4 a = __ldg((const float4*)(p.x + (long)r * I + i));
-            const float4 b = __ldg((const float4*)(p.x + (long)r * I + i + 4));
-            float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-            if (NORM) {
-#pragma unroll
-              for (int e = 0; e < 8; e++) {
-                ss[r] = fmaf(xv[e], xv[e], ss[r]);
-                xv[e] *= g[e];
-              }
-            }
-#pragma unroll
-            for (int e = 0; e < 8; e++) {
-              acc[r][0] = fmaf(xv[e], wf0[e], acc[r][0]);
-              if (TWO) acc[r][1] = fmaf(xv[e], wf1[e], acc[r][1]);
-            }
+        for (int u = 0; u < U; u++) {
+          const int i = i0 + 256 * U + u * 256;
+          if (i < k1) {
+            nv[u][0] = ld_stream(wr0 + i);
+            if (TWO) nv[u][1] = ld_stream(wr1 + i);
           }
         }
       }
-    }
-    i0 += 256 * U;
-    if (i0 >= k1) break;
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int i = i0 + u * 256;
-      if (i < k1) {
-        if (GF_PIPE) {
-          wv[u][0] = nv[u][0];
-          if (TWO) wv[u][1] = nv[u][1];
-        } else {
-          wv[u][0] = ld_stream(wr0 + i);
-          if (TWO) wv[u][1] = ld_stream(wr1 + i);
+      for (int u = 0; u < U; u++) {
+        const int i = i0 + u * 256;
+        if (i < k1) gemvf_add<R, NORM, TWO>(p, wv[u][0], wv[u][1], i, acc, ss);
+      }
+      i0 += 256 * U;
+      if (i0 >= k1) break;
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        const int i = i0 + u * 256;
+        if (i < k1) {
+          if (GF_PIPE) {
+            wv[u][0] = nv[u][0];
+            if (TWO) wv[u][1] = nv[u][1];
+          } else {
+            wv[u][0] = ld_stream(wr0 + i);
+            if (TWO) wv[u][1] = ld_stream(wr1 + i);
+          }
         }
       }
     }

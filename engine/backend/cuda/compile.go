@@ -211,7 +211,10 @@ func (b *Backend) loadKernels() error {
 	if err := b.load("elementwise.cu", nil, ew); err != nil {
 		return err
 	}
-	return b.load("gemv.cu", b.gemvf.defs, gv)
+	if err := b.load("gemv.cu", b.gemvf.defs, gv); err != nil {
+		return err
+	}
+	return b.gemvfSmem(b.gemvf)
 }
 
 // attnKey names one compilation of the attention modules.

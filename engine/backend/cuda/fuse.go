@@ -421,7 +421,7 @@ func (b *Backend) launchGemvf(q *pending) {
 			return
 		}
 	}
-	b.launch(b.k.gemvf[q.epi][norm][ri], uint32(total), 1, 1, 256, 1, 0, a[:]...)
+	b.launch(b.k.gemvf[q.epi][norm][ri], uint32(total), 1, 1, 256, 1, uint32(b.gemvf.smem), a[:]...)
 }
 
 // gemvWideConfig reads INFERNIX_CUDA_GEMV_WIDE: unset or 0, off; 1, split

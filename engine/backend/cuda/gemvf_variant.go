@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
 )
 
 // The fused decode products (gemvf, kernels/gemv.cu) compile with two
@@ -29,9 +31,11 @@ import (
 // the others slower (202–206 against 204–206).
 // Run 14 measured GF_U=4 slower again (202–205 against 214–222) and GF_KS=2
 // 0.6–1.8% above the default measured before it, within the drift of one
-// process; GF_L2PF (the weights' L2 prefetch, alone and with the products
-// triggering after their main loop) is new and not yet measured.
-var benchGemvfVariants = []string{"GF_KS=2", "GF_L2PF=1", "GF_L2PF=1 PDL_TRIGGER=1"}
+// process. Run 15 measured GF_L2PF (the weights' L2 prefetch before
+// PDL_WAIT) 20% slower (172 against 215 tok/s at 512, 140 against 167 at
+// 32K), alone and with the products triggering after their main loop.
+// GF_TMA (weights copied into shared memory in bulk) is new in run 15.
+var benchGemvfVariants = []string{"GF_TMA=1", "GF_TMA=1 GF_TS=8 GF_TC=256", "GF_TMA=1 GF_TS=3 GF_TC=1024", "GF_TMA=1 GF_TS=2", "GF_KS=2"}
 
 // gemvfVariant is a parsed INFERNIX_CUDA_GEMVF.
 type gemvfVariant struct {
@@ -39,6 +43,7 @@ type gemvfVariant struct {
 	rw   int      // outputs per warp of the non-SwiGLU products
 	ks   int      // warps per output group of the q|k|v-style products (GF_KS)
 	ksr  int      // and of the residual ones (GF_KSR)
+	smem int      // GF_TMA: the dynamic shared memory of a block (its weight stages), else 0
 }
 
 // rowsPerBlock is how many outputs a block of the fused kernel for epi
@@ -64,7 +69,7 @@ func (v gemvfVariant) splitsK(epi int) bool {
 func parseGemvfVariant(s string) (gemvfVariant, error) {
 	v := gemvfVariant{rw: 2, ks: 1, ksr: 1}
 	bad := gemvfVariant{rw: 2, ks: 1, ksr: 1}
-	u, ur, pipe, ks, ksr, trig, l2pf := 0, 0, 0, 0, 0, -1, 0
+	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
 		name, val, ok := strings.Cut(f, "=")
 		n, err := strconv.Atoi(val)
@@ -88,9 +93,32 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 			trig = n
 		case name == "GF_L2PF" && (n == 0 || n == 1):
 			l2pf = n
+		case name == "GF_TMA" && (n == 0 || n == 1):
+			tma = n
+		case name == "GF_TS" && n >= 2 && n <= 8:
+			ts = n
+		case name == "GF_TC" && n >= 256 && n <= 4096 && n%256 == 0:
+			tc = n
 		default:
-			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2", f)
+			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096", f)
 		}
+	}
+	if tma == 1 {
+		// Stages of 16 weight rows (kernels/gemv.cu); defaults GF_TS=4, GF_TC=512.
+		v.defs = append(v.defs, "GF_TMA=1")
+		if ts == 0 {
+			ts = 4
+		} else if ts != 4 {
+			v.defs = append(v.defs, fmt.Sprintf("GF_TS=%d", ts))
+		}
+		if tc == 0 {
+			tc = 512
+		} else if tc != 512 {
+			v.defs = append(v.defs, fmt.Sprintf("GF_TC=%d", tc))
+		}
+		v.smem = ts * 16 * tc * 2
+	} else if ts != 0 || tc != 0 {
+		return bad, fmt.Errorf("GF_TS and GF_TC need GF_TMA=1")
 	}
 	if ks > 1 {
 		v.defs = append(v.defs, fmt.Sprintf("GF_KS=%d", ks))
@@ -164,6 +192,33 @@ func (b *Backend) useGemvfVariant(v gemvfVariant) error {
 	if err := b.load("gemv.cu", v.defs, gemvfNames(&b.k, false)); err != nil {
 		return err
 	}
+	if err := b.gemvfSmem(v); err != nil {
+		return err
+	}
 	b.gemvf = v
+	return nil
+}
+
+// gemvfSmem lets the fused kernels of variant v take its dynamic shared
+// memory (GF_TMA's weight stages; more than the 48 KB allowed by default).
+func (b *Backend) gemvfSmem(v gemvfVariant) error {
+	if v.smem == 0 {
+		return nil
+	}
+	if v.smem > b.maxSmem {
+		return fmt.Errorf("cuda: INFERNIX_CUDA_GEMVF %v needs %d bytes of shared memory per block; the device allows %d", v.defs, v.smem, b.maxSmem)
+	}
+	for _, k := range b.k.gemvf {
+		for _, kn := range k {
+			for _, kr := range kn {
+				if kr == nil {
+					continue
+				}
+				if err := b.drv.FuncSetAttribute(kr.fn, driver.FuncAttrMaxDynamicShared, v.smem); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return nil
 }

@@ -12,6 +12,7 @@ func TestParseGemvfVariant(t *testing.T) {
 		rw   int
 		name string
 		bad  bool
+		smem int
 	}{
 		{in: "", rw: 2, name: "default"},
 		{in: "GF_RW=2 GF_U=2", rw: 2, name: "default"},
@@ -35,6 +36,13 @@ func TestParseGemvfVariant(t *testing.T) {
 		{in: "GF_L2PF=1 PDL_TRIGGER=1", defs: []string{"GF_L2PF=1", "PDL_TRIGGER=1"}, rw: 2, name: "l2pf1_pdl_trigger1"},
 		{in: "GF_L2PF=0", rw: 2, name: "default"},
 		{in: "GF_L2PF=2", rw: 2, bad: true},
+		{in: "GF_TMA=1", defs: []string{"GF_TMA=1"}, rw: 2, name: "tma1", smem: 4 * 16 * 512 * 2},
+		{in: "GF_TMA=1 GF_TS=3 GF_TC=1024", defs: []string{"GF_TMA=1", "GF_TS=3", "GF_TC=1024"}, rw: 2, name: "tma1_ts3_tc1024", smem: 3 * 16 * 1024 * 2},
+		{in: "GF_TS=4 GF_TC=512 GF_TMA=1", defs: []string{"GF_TMA=1"}, rw: 2, name: "tma1", smem: 4 * 16 * 512 * 2},
+		{in: "GF_TMA=0", rw: 2, name: "default"},
+		{in: "GF_TS=3", rw: 2, bad: true},
+		{in: "GF_TMA=1 GF_TC=300", rw: 2, bad: true},
+		{in: "GF_TMA=1 GF_TS=1", rw: 2, bad: true},
 		{in: "GF_KS=3", rw: 2, bad: true},
 		{in: "GF_U", rw: 2, bad: true},
 		{in: "GW_WARPS=4", rw: 2, bad: true},
@@ -45,8 +53,8 @@ func TestParseGemvfVariant(t *testing.T) {
 			t.Errorf("%q: error %v, want bad=%v", c.in, err, c.bad)
 			continue
 		}
-		if !reflect.DeepEqual(v.defs, c.defs) || v.rw != c.rw {
-			t.Errorf("%q: defs %q rw %d, want %q rw %d", c.in, v.defs, v.rw, c.defs, c.rw)
+		if !reflect.DeepEqual(v.defs, c.defs) || v.rw != c.rw || v.smem != c.smem {
+			t.Errorf("%q: defs %q rw %d smem %d, want %q rw %d smem %d", c.in, v.defs, v.rw, v.smem, c.defs, c.rw, c.smem)
 		}
 		if !c.bad && v.name() != c.name {
 			t.Errorf("%q: name %q, want %q", c.in, v.name(), c.name)

@@ -106,6 +106,14 @@ inline void prefetch_l2(const void*) {}
 typedef unsigned char* saddr_t;  // byte offsets add to it, as to the GPU's u32
 inline saddr_t smem_addr(const void* p) { return (saddr_t)p; }
 inline void cp_async16(void* dst, const void* src) { std::memcpy(dst, src, 16); }
+// Bulk copies land at once; the kernels read a stage only after a block
+// barrier that follows its copy, so the mbarrier waits need do nothing.
+inline u32 dyn_smem_bytes() { return sizeof emu_dyn_smem; }
+inline void mbar_init(saddr_t, u32) {}
+inline void mbar_fence_init() {}
+inline void mbar_expect_tx(saddr_t, u32) {}
+inline void tma_load_1d(saddr_t dst, const void* src, u32 bytes, saddr_t) { std::memcpy(dst, src, bytes); }
+inline void mbar_wait(saddr_t, u32) {}
 inline void cp_async_commit() {}
 template <int N> inline void cp_async_wait() {}
 
