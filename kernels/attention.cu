@@ -251,10 +251,15 @@ extern "C" __global__ void attn_combine(float* __restrict__ out, const float* __
 // launch replaces attn_split + attn_combine. The merge keeps G·nz split
 // weights in the K/V stages' shared memory: the host keeps nz ≤ MERGE_CAP/G.
 #define TP 64
+// DSTAGES: K/V tile stages of attn_decode, attn_decode_tc and deep3 (the
+// host may set it: INFERNIX_CUDA_ATTN_STAGES, so that with 2 stages three
+// tensor-core blocks share an SM instead of two).
+#ifndef DSTAGES
 #if HD <= 128
 #define DSTAGES 3
 #else
 #define DSTAGES 2
+#endif
 #endif
 // attn_decode_deep (INFERNIX_CUDA_ATTN_DEEP): the same computation with
 // 256 threads (4 per tile position in the score phase, 16 position groups

@@ -176,7 +176,8 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		} else {
 			// The merge keeps G·nz weights in the K/V stages' shared memory.
 			dk, dsmem, perSM := ak.decodeFor(b.attnDeep, b.attnTC)
-			deep := dk == ak.deep || dk == ak.deep3
+			// Splits of 3·2ᵏ tiles too where more than 2 blocks share an SM.
+			deep := dk == ak.deep || dk == ak.deep3 || perSM > 2
 			chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, dsmem/4/G, perSM, deep)
 			decodeK, decodeSmem, decodeNT = dk, dsmem, 128
 			if deep {
@@ -302,7 +303,7 @@ func (b *Backend) decodeSplits(maxLen, T, kvh, poolBlocks, maxSplits, perSM int,
 func (a *attnKernels) decodeFor(deep int, tc bool) (*kernel, int, int) {
 	switch {
 	case tc && a.decodeTC != nil:
-		return a.decodeTC, a.decodeSmem, 2
+		return a.decodeTC, a.decodeSmem, max(2, a.decodeTCPerSM)
 	case deep == 1 && a.deepPerSM > 0:
 		return a.deep, a.deepSmem, a.deepPerSM
 	case deep == 3 && a.deep3PerSM > 0:

@@ -26,6 +26,8 @@ const tcTolBF16, tcTolF16 = 4e-3, 6e-4
 //   - the outputs match a float64 reference computed from the cache's own
 //     (rounded) elements, every output is written and the split counters
 //     are left at zero;
+//   - two K/V tile stages (INFERNIX_CUDA_ATTN_STAGES=2) give the same bytes
+//     as three;
 //
 // and, against the reference from the unrounded K and V, the f16 cache's
 // error is well under the bf16 one's (3 more mantissa bits: ~8× less).
@@ -35,6 +37,10 @@ func TestAttnDecodeEmulated(t *testing.T) {
 		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
 	}
 	bin := emuBinary(t, "attn", "testdata/emu/attn_main.cpp", "../../../kernels/attention.cu")
+	// Two tile stages instead of three (INFERNIX_CUDA_ATTN_STAGES=2): the
+	// same tiles added in the same order.
+	stages2 := emuBinary(t, "attn-stages2", "testdata/emu/attn_stages2_main.cpp", "testdata/emu/attn_main.cpp",
+		"../../../kernels/attention.cu")
 	r := newRand(t)
 	const hd, g, kvh, pool = 64, 4, 2, 16
 	heads := kvh * g
@@ -70,6 +76,13 @@ func TestAttnDecodeEmulated(t *testing.T) {
 				stdout, err := runEmu(bin, in.Bytes())
 				if err != nil {
 					t.Fatal(err)
+				}
+				two, err := runEmu(stages2, in.Bytes())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(two.Bytes(), stdout.Bytes()) {
+					t.Errorf("two K/V stages (DSTAGES=2) give other bytes than three")
 				}
 				rd := func(v any) {
 					if err := binary.Read(stdout, binary.LittleEndian, v); err != nil {

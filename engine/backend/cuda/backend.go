@@ -86,6 +86,7 @@ type Backend struct {
 	gemvWide    int          // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
 	gemvf       gemvfVariant // the fused products' compile-time tunables (gemvf_variant.go)
 	attnDeep    int          // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
+	attnStages  int          // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
 	kvDT        kvDType      // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
 	launches    int          // kernel launches recorded (tests: did fusion happen)
 	writes      uint64       // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
@@ -247,6 +248,7 @@ func New(opt Options) (*Backend, error) {
 	// path's 2,992, logits within 6e-3 of it.
 	b.moeGrouped = os.Getenv("INFERNIX_CUDA_MOE_GROUPED") != "0"
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
+	b.attnStages = envInt("INFERNIX_CUDA_ATTN_STAGES", 0)
 	b.gemvWide = gemvWideConfig(os.Getenv("INFERNIX_CUDA_GEMV_WIDE"))
 	if d := envInt("INFERNIX_CUDA_ATTN_DEEP", 0); d == 1 || d == 3 {
 		b.attnDeep = d

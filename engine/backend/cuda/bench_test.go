@@ -419,6 +419,20 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}
 	b.flush()
 	b.fz.prep = fz.prep
+	// The decode attention with 2 K/V tile stages (3 blocks per SM) and 3
+	// (2 per SM; INFERNIX_CUDA_ATTN_STAGES), in the order 3, 2, 2, 3, so
+	// that the drift within a process (later figures read 1–2% higher, run
+	// 14) favours neither.
+	stages := b.attnStages
+	for i, n := range []int{3, 2, 2, 3} {
+		b.flush()
+		b.attnStages = n
+		name := fmt.Sprintf("stages%d_%d", n, i/2)
+		decode("decode_1lane_ctx512_"+name, [][]int32{seqBlocks(100, 16)}, 710, 64)
+		decode("decode_1lane_ctx32k_"+name, [][]int32{seqBlocks(200, 520)}, 32910, 32)
+	}
+	b.flush()
+	b.attnStages = stages
 	b.flush()
 	fuse := b.fuse
 	b.fuse = false

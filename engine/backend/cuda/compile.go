@@ -55,6 +55,7 @@ type attnKernels struct {
 	deep, deep3           *kernel
 	decodeTC              *kernel // attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): head dims that are multiples of 16 up to 128
 	decodeTCPrep          *kernel // attn_decode_tc with attn_prep folded in (one token per sequence)
+	decodeTCPerSM         int     // blocks of attn_decode_tc that fit an SM
 	deepSmem, deep3Smem   int
 	deepPerSM, deep3PerSM int
 	prep                  *kernel  // QK-norm + RoPE + KV store
@@ -219,14 +220,22 @@ func (b *Backend) loadKernels() error {
 
 // attnKey names one compilation of the attention modules.
 type attnKey struct {
-	hd, g int
-	dt    kvDType
+	hd, g  int
+	dt     kvDType
+	stages int // DSTAGES (0: the kernel's default)
 }
 
 // attnFor returns the attention kernels for head dim hd, group size g and
 // KV element type dt, compiling them on first use.
 func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
-	key := attnKey{hd, g, dt}
+	stages := 3 // DSTAGES in kernels/attention.cu: 3 up to head dim 128, 2 above
+	if hd > 128 {
+		stages = 2
+	}
+	if b.attnStages == 2 || b.attnStages == 3 && hd <= 128 {
+		stages = b.attnStages
+	}
+	key := attnKey{hd, g, dt, stages}
 	if a := b.attn[key]; a != nil {
 		return a, nil
 	}
@@ -241,6 +250,9 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	defer b.unpin()
 	a := &attnKernels{}
 	defs := []string{fmt.Sprintf("HD=%d", hd), fmt.Sprintf("G=%d", g), dt.define()}
+	if stages != 3 && hd <= 128 {
+		defs = append(defs, fmt.Sprintf("DSTAGES=%d", stages))
+	}
 	names := map[string]**kernel{"attn_split": &a.split, "attn_combine": &a.combine,
 		"attn_decode": &a.decode, "attn_prep": &a.prep, "attn_decode_deep": &a.deep, "attn_decode_deep3": &a.deep3}
 	if hd%16 == 0 && hd <= 128 { // the guard around attn_decode_tc in kernels/attention.cu
@@ -249,12 +261,6 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	}
 	if err := b.load("attention.cu", defs, names); err != nil {
 		return nil, err
-	}
-	// DSTAGES in kernels/attention.cu: three stages of 64-position K and V
-	// tiles up to head dim 128, two above.
-	stages := 3
-	if hd > 128 {
-		stages = 2
 	}
 	a.decodeSmem = stages * 2 * 64 * (hd + 8) * 2
 	if a.decodeSmem > b.maxSmem-20<<10 {
@@ -270,6 +276,10 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 		if err := b.drv.FuncSetAttribute(k.fn, driver.FuncAttrMaxDynamicShared, a.decodeSmem); err != nil {
 			return nil, err
 		}
+	}
+	if a.decodeTC != nil {
+		static, _ := b.drv.FuncGetAttribute(a.decodeTC.fn, driver.FuncAttrSharedSizeBytes)
+		a.decodeTCPerSM = blocksPerSM(128, a.decodeTC.regs, a.decodeSmem+static, b.smemPerSM)
 	}
 	// The deep kernels: rows unpadded (swizzled) where hd is a multiple
 	// of 64 (DSWZ_DEEP), 2 stages, or 3 (deep3) up to head dim 128.
