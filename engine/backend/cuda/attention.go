@@ -176,9 +176,9 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		} else {
 			// The merge keeps G·nz weights in the K/V stages' shared memory.
 			dk, dsmem, perSM := ak.decodeFor(b.attnDeep, b.attnTC)
+			deep := dk == ak.deep || dk == ak.deep3
 			// Splits of 3·2ᵏ tiles too where more than 2 blocks share an SM.
-			deep := dk == ak.deep || dk == ak.deep3 || perSM > 2
-			chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, dsmem/4/G, perSM, deep)
+			chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, dsmem/4/G, perSM, deep || perSM > 2)
 			decodeK, decodeSmem, decodeNT = dk, dsmem, 128
 			if deep {
 				decodeNT = 256
