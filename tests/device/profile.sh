@@ -11,6 +11,9 @@
 # gemvf_m2_*; run 7 measured them at 2.4 TB/s) into gemv-sections.txt.
 # PROFILE_WHAT=attn: the same sections for the decode attention at 32K
 # (attn_decode_tc*) into attn-sections.txt.
+# PROFILE_WHAT=stalls: Nsight's full set, raw, for layer 0's products at 512
+# and one decode attention at 32K; stalls.txt lists each kernel's time,
+# throughput, occupancy and warp-stall reasons.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-/tmp/infernix-profile}}
@@ -29,6 +32,52 @@ if [ "$what" = attn ]; then
     "$root/bin/cuda/cuda.test" -test.v -test.run 'TestBench' -test.timeout 280s > "$out/attn-sections.txt" 2>&1
   echo "ncu exit $?"
   grep -iE "attn_decode|Duration|DRAM Throughput|Memory Throughput|L2 Hit|L1/TEX Hit|Occupancy|stall|Registers|Issued|Eligible|Active Warps|Block Limit|spends|cycles" "$out/attn-sections.txt" | cut -c1-220 | head -90
+  exit 0
+fi
+if [ "$what" = stalls ]; then
+  # Every metric of Nsight's full set for the first decode step's products
+  # (the five gemvf launches of layer 0 at 512: q|k|v, o_proj, gate|up,
+  # down, and layer 1's q|k|v) and for one decode attention at 32K, as raw
+  # CSV; stalls.txt lists per kernel its time, DRAM throughput, occupancy
+  # and the warp-stall reasons, largest first.
+  for k in "gemvf:0:5" "attn_decode_tc:36:1"; do
+    IFS=: read -r re skip n <<< "$k"
+    timeout ${PROFILE_TIMEOUT:-240} "$ncu" --profile-from-start off --clock-control none -k regex:$re --launch-skip $skip -c $n \
+      --set full --csv --page raw --log-file "$out/raw-$re.csv" \
+      env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_PROFILE=1 \
+      "$root/bin/cuda/cuda.test" -test.v -test.run 'TestBench' -test.timeout 220s > "$out/stdout-$re.txt" 2>&1
+    echo "ncu $re exit $?"
+  done
+  python3 - "$out" > "$out/stalls.txt" <<'PY'
+import csv, glob, sys
+for f in sorted(glob.glob(sys.argv[1] + "/raw-*.csv")):
+    rows = list(csv.reader(l for l in open(f, errors="replace") if l.startswith('"')))
+    if len(rows) < 3:
+        print(f, "no rows"); continue
+    hdr, units = rows[0], rows[1]
+    for r in rows[2:]:
+        d = dict(zip(hdr, r))
+        print("==", d.get("Kernel Name", "?"), "grid", d.get("launch__grid_size"), "block", d.get("launch__block_size"),
+              "regs", d.get("launch__registers_per_thread"))
+        for m in ("gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum",
+                  "sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm__warps_active.avg.pct_of_peak_sustained_active",
+                  "sm__cycles_active.avg", "smsp__issue_active.avg.pct_of_peak_sustained_active",
+                  "smsp__warps_eligible.avg.per_cycle_active", "smsp__warps_active.avg.per_cycle_active",
+                  "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", "lts__t_sector_hit_rate.pct",
+                  "l1tex__t_sector_hit_rate.pct", "smsp__inst_executed.sum"):
+            if m in d: print(f"  {m} = {d[m]}")
+        def pick(ok):
+            st = []
+            for k, v in d.items():
+                if ok(k):
+                    try: st.append((float(v.replace(",", "")), k))
+                    except ValueError: pass
+            return sorted(st, reverse=True)
+        st = pick(lambda k: "issue_stalled" in k and k.endswith("per_issue_active.ratio")) or pick(lambda k: "issue_stalled" in k)
+        for v, k in st[:14]:
+            print(f"  {v:10.3f}  {k}")
+PY
+  cat "$out/stalls.txt" | cut -c1-200 | head -150
   exit 0
 fi
 if [ "$what" = gemv ]; then
