@@ -39,6 +39,13 @@ func (b *bf16Inputs) MatMul(out, x, w backend.Tensor) {
 	b.Backend.MatMul(out, x, w)
 }
 
+// bf16Model is the random test model of seed on the CPU with bf16Inputs
+// on (checkModels' format-aware reference).
+func bf16Model(t *testing.T, cfg *model.Config, seed uint64) model.Model {
+	emu := &bf16Inputs{Backend: cpuBe, on: true}
+	return build(t, cfg, &testWeights{be: emu, seed: seed}, emu)
+}
+
 // TestBF16InputBudget measures, on the CPU alone, what rounding the
 // cuBLASLt products' inputs to bf16 costs the BF16 fixtures against f32
 // activations, in TestFixtures' terms (a 40-token prefill in two halves,

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -143,7 +144,16 @@ func topDelta(got, want []float32) (worst, margin float64, best int) {
 // within tol (the 2e-2 for the reference fixtures), and greedy
 // continuations must be identical, or part only at a near-tie (the CPU's
 // two best within 0.05).
-func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, tol float64) {
+//
+// cf, where not nil, is the same model on the CPU with the GPU's number
+// format where it differs from f32 (bf16Inputs: the cuBLASLt products of
+// a prefill read their activations rounded to bf16), run beside c over the
+// same tokens. A step whose error against c exceeds tol passes if the GPU
+// is within tol of cf: that excess is the format's, not a kernel's (on
+// random models the rounding alone exceeds 2e-2 on ~11% of 40-token
+// prompts, TestBF16InputBudget), and the kernels are held to the
+// reference that rounds as they do.
+func checkModels(t *testing.T, g, c, cf model.Model, prompts [][]int32, steps int, tol float64) {
 	V := g.Config().VocabSize
 	nl := len(prompts)
 	mk := func(base int) []*lane {
@@ -156,8 +166,18 @@ func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, t
 		}
 		return ls
 	}
-	gl, cl := mk(0), mk(0)
+	gl, cl, fl := mk(0), mk(0), mk(0)
 	diverged := make([]bool, nl)
+	// formatOK says whether the GPU's logits lg are within tol of cf's lf
+	// (cf given), logging the comparison.
+	formatOK := func(what string, lg, lf []float32) bool {
+		if cf == nil {
+			return false
+		}
+		w, _, _ := topDelta(lg, lf)
+		t.Logf("%s: against the CPU with bf16 product inputs: max |Δ log-prob| %.3g", what, w)
+		return w <= tol
+	}
 	// Prefill each lane separately (chunks of the prompt), then decode all
 	// lanes together.
 	for i, p := range prompts {
@@ -167,22 +187,33 @@ func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, t
 		step(t, c, cl[i:i+1], [][]int32{p[:half]})
 		lg := step(t, g, gl[i:i+1], [][]int32{p[half:]})[0]
 		lc := step(t, c, cl[i:i+1], [][]int32{p[half:]})[0]
+		rm := minOf(cpuBe.RoutingMargins())
+		var lf []float32
+		if cf != nil {
+			step(t, cf, fl[i:i+1], [][]int32{p[:half]})
+			lf = step(t, cf, fl[i:i+1], [][]int32{p[half:]})[0]
+		}
 		w, _, _ := topDelta(lg, lc)
 		t.Logf("lane %d prefill (%d tokens): max |Δ log-prob| top-10 = %.2e", i, len(p), w)
 		if w > tol {
-			if rm := minOf(cpuBe.RoutingMargins()); rm < routingTie {
+			switch {
+			case rm < routingTie:
 				t.Logf("lane %d prefill: max |Δ log-prob| %.3g at a routing near-tie (margin %.3g); lane stops", i, w, rm)
 				diverged[i] = true
-			} else {
+			case formatOK(fmt.Sprintf("lane %d prefill", i), lg, lf):
+				t.Logf("lane %d prefill: max |Δ log-prob| %.3g > %.3g against f32 activations, within it against bf16 product inputs", i, w, tol)
+			default:
 				t.Errorf("lane %d prefill: max |Δ log-prob| %.3g > %.3g", i, w, tol)
 			}
 		}
 	}
 	nextG := make([][]int32, nl)
 	nextC := make([][]int32, nl)
+	nextF := make([][]int32, nl)
 	for i := range prompts {
 		nextG[i] = []int32{int32((i*31 + 7) % V)}
 		nextC[i] = nextG[i]
+		nextF[i] = nextG[i]
 	}
 	var worst float64
 	for s := 0; s < steps; s++ {
@@ -190,6 +221,10 @@ func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, t
 		cpuBe.WatchRouting()
 		lc := step(t, c, cl, nextC)
 		margins := cpuBe.RoutingMargins() // one token row per lane
+		var lf [][]float32
+		if cf != nil {
+			lf = step(t, cf, fl, nextF)
+		}
 		for i := range lg {
 			if diverged[i] {
 				continue
@@ -200,9 +235,13 @@ func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, t
 				diverged[i] = true
 				continue
 			}
-			worst = math.Max(worst, w)
-			if w > tol {
-				t.Errorf("lane %d step %d: max |Δ log-prob| %.3g > %.3g", i, s, w, tol)
+			if w > tol && cf != nil && formatOK(fmt.Sprintf("lane %d step %d", i, s), lg[i], lf[i]) {
+				t.Logf("lane %d step %d: max |Δ log-prob| %.3g > %.3g against f32 activations, within it against bf16 product inputs", i, s, w, tol)
+			} else {
+				worst = math.Max(worst, w)
+				if w > tol {
+					t.Errorf("lane %d step %d: max |Δ log-prob| %.3g > %.3g", i, s, w, tol)
+				}
 			}
 			ag := reftest.Argmax(lg[i])
 			if int(ag) != best {
@@ -215,6 +254,7 @@ func checkModels(t *testing.T, g, c model.Model, prompts [][]int32, steps int, t
 			}
 			nextG[i] = []int32{ag}
 			nextC[i] = []int32{int32(best)}
+			nextF[i] = nextC[i]
 		}
 	}
 	t.Logf("decode: %d lanes × %d steps, max |Δ log-prob| top-10 = %.2e", nl, steps, worst)
@@ -256,8 +296,13 @@ func TestModelRandom(t *testing.T) {
 			seed := r.Uint64()
 			g := build(t, cfg, &testWeights{be: b, seed: seed}, b)
 			c := build(t, cfg, &testWeights{be: cpuBe, seed: seed}, cpuBe)
+			var cf model.Model
+			if arch == "Qwen3ForCausalLM" {
+				// (bf16Inputs does not follow the MoE's f32 router and experts.)
+				cf = bf16Model(t, cfg, seed)
+			}
 			r0, c0, _ := b.GraphStats()
-			checkModels(t, g, c, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2)
+			checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2)
 			r1, c1, f1 := b.GraphStats()
 			t.Logf("graphs: %d captured, %d replays, %d fallbacks", c1-c0, r1-r0, f1)
 			if b.g.enabled && r1 == r0 {
@@ -300,7 +345,7 @@ func TestModelFuseModes(t *testing.T) {
 			seed := r.Uint64()
 			g := build(t, cfg, &testWeights{be: b, seed: seed}, b)
 			c := build(t, cfg, &testWeights{be: cpuBe, seed: seed}, cpuBe)
-			checkModels(t, g, c, prompts(r, cfg.VocabSize, 40, 9), 12, 2e-2)
+			checkModels(t, g, c, bf16Model(t, cfg, seed), prompts(r, cfg.VocabSize, 40, 9), 12, 2e-2)
 		})
 	}
 }
@@ -469,7 +514,7 @@ func TestFixtures(t *testing.T) {
 			if _, err := os.Stat(filepath.Join("../../../tests/testdata/reference", filepath.Base(dir)+".json")); err == nil {
 				tol = 2e-2
 			}
-			checkModels(t, g, c, prompts(r, cfg.VocabSize, 40, 17, 5), 16, tol)
+			checkModels(t, g, c, nil, prompts(r, cfg.VocabSize, 40, 17, 5), 16, tol)
 		})
 	}
 }
