@@ -718,7 +718,17 @@ struct DecodePrepP {
   float scale, qeps, keps;
 };
 
-template <int KT, bool PREP = false>
+// ST (attn_decode_tc2, INFERNIX_CUDA_DECODE_ATTN=tc2; G ≤ 8): the same
+// attention with the products transposed, Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ: the
+// tile's 16 positions of a warp (and the head dims) are the mma's M, the
+// G query heads its N of 8, so that a tile costs each warp HD/16 mma for
+// each product instead of HD/8 (the padding is half of N instead of three
+// quarters of M), the output accumulators half the registers, and P goes
+// from the Sᵀ accumulators to the B operand through movmatrix. Each
+// lane's two heads reduce their max and sum over the 8 lanes of their
+// column. Adds in another order than the default: results differ by
+// rounding. Prepared in run 15 after the device time ran out.
+template <int KT, bool PREP = false, bool ST = false>
 __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc, const float* q, float* out, float* part, int* cnt,
                                                     const int* __restrict__ tokTab, const int* __restrict__ pos,
                                                     const int* __restrict__ tabs, int kvh, float scale, int zmax, int chunk,
@@ -807,6 +817,15 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   u32 qa[HD / 16][4];
 #pragma unroll
   for (int ks = 0; ks < HD / 16; ks++) {
+    if (ST) {
+      // B = Qᵀ: lane (gq, tq) holds head gq's dims 2tq, 2tq+1 (and + 8).
+      const int c = ks * 16 + 2 * tq;
+      float x0 = 0.f, x1 = 0.f, x2 = 0.f, x3 = 0.f;
+      if (gq < G) x0 = qrow[gq * HD + c], x1 = qrow[gq * HD + c + 1], x2 = qrow[gq * HD + c + 8], x3 = qrow[gq * HD + c + 9];
+      qa[ks][0] = pack_kt<KT>(x0, x1);
+      qa[ks][1] = pack_kt<KT>(x2, x3);
+      continue;
+    }
     const int c = ks * 16 + 2 * tq;
     float x[4][2] = {{0.f, 0.f}, {0.f, 0.f}, {0.f, 0.f}, {0.f, 0.f}};
     if (gq < G) {
@@ -820,15 +839,21 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
 #pragma unroll
     for (int i = 0; i < 4; i++) qa[ks][i] = pack_kt<KT>(x[i][0], x[i][1]);
   }
-  float o[HD / 8][4];
+  constexpr int NO = ST ? HD / 16 : HD / 8;  // output accumulator tiles
+  float o[NO][4];
 #pragma unroll
-  for (int nd = 0; nd < HD / 8; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
+  for (int nd = 0; nd < NO; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
   float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.f, 0.f};
   const float sl2 = scale * 1.4426950408889634f;  // scores in log2 units
   // Shared addresses of this lane's ldmatrix rows in stage 0: K rows of the
   // warp's positions, V rows (transposed loads) likewise.
   const saddr_t kf = smem_addr(kvs) + ((warp * 16 + (lane & 7)) * KV_LD + (lane >> 3) * 8) * 2;
   const saddr_t vf = smem_addr(kvs) + ((TP + warp * 16 + (lane & 15)) * KV_LD + (lane >> 4) * 8) * 2;
+  // ST: the A operands. K (Sᵀ's A, positions × dims): matrix i = lane/8 is
+  // rows (i & 1)·8…, dims (i >> 1)·8…; V (Oᵀ's A, dims × positions, loaded
+  // transposed): matrix i is positions (i >> 1)·8…, dims (i & 1)·8….
+  const saddr_t ka = smem_addr(kvs) + ((warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * KV_LD + (lane >> 4) * 8) * 2;
+  const saddr_t va = smem_addr(kvs) + ((TP + warp * 16 + ((lane >> 4) & 1) * 8 + (lane & 7)) * KV_LD + ((lane >> 3) & 1) * 8) * 2;
 
   for (int it = 0; it < ntiles; it++) {
     if (it + DSTAGES - 1 < ntiles) load(it + DSTAGES - 1);
@@ -838,6 +863,61 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     // This warp's 16 positions of the stage, at fixed offsets from kf, vf.
     const u32 so = (it % DSTAGES) * STG * 2;
     const int p0 = start + it * TP + warp * 16;
+    if (ST) {
+      // Sᵀ: lane (gq, tq) holds positions gq (e < 2) and gq + 8 of heads
+      // 2tq + (e & 1).
+      float st[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int ks = 0; ks < HD / 16; ks++) {
+        u32 a0, a1, a2, a3;
+        ldsm_x4(ka + so + ks * 16 * 2, a0, a1, a2, a3);
+        mma16816<KT>(st, a0, a1, a2, a3, qa[ks][0], qa[ks][1]);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int kp = p0 + gq + 8 * (e >> 1);
+        st[e] = p0 + 16 <= end || kp < end ? st[e] * sl2 : NEG_INF;
+      }
+      float corr[2];
+#pragma unroll
+      for (int j = 0; j < 2; j++) {
+        float mx = fmaxf(st[j], st[2 + j]);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+        const float mn = fmaxf(m[j], mx);
+        corr[j] = mn == NEG_INF ? 1.f : exp2f(m[j] - mn);
+        m[j] = mn;
+      }
+      if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+        l[0] *= corr[0];
+        l[1] *= corr[1];
+#pragma unroll
+        for (int nd = 0; nd < NO; nd++) {
+          o[nd][0] *= corr[0];
+          o[nd][1] *= corr[1];
+          o[nd][2] *= corr[0];
+          o[nd][3] *= corr[1];
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const float pe = m[e & 1] == NEG_INF ? 0.f : exp2f(st[e] - m[e & 1]);
+        st[e] = pe;
+        l[e & 1] += pe;
+      }
+      // Pᵀ as the B operand (positions × heads): the accumulators' 8×8
+      // halves transposed.
+      const u32 b0 = movm_t(pack_kt<KT>(st[0], st[1])), b1 = movm_t(pack_kt<KT>(st[2], st[3]));
+#pragma unroll
+      for (int nd = 0; nd < NO; nd++) {
+        u32 a0, a1, a2, a3;
+        ldsm_x4_t(va + so + nd * 16 * 2, a0, a1, a2, a3);
+        mma16816<KT>(o[nd], a0, a1, a2, a3, b0, b1);
+      }
+      __syncthreads();  // the stage is overwritten by the load issued next iteration
+      continue;
+    }
     // S = Q·Kᵀ over the warp's 16 positions: two n-tiles of 8.
     float s[2][4];
 #pragma unroll
@@ -869,12 +949,12 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
         }
       }
     }
-    online_softmax<2, HD / 8, true>(s, m, l, o);
+    online_softmax<2, NO, true>(s, m, l, o);
     // O += P·V: the two n-tiles of P are one 16-wide k step.
     const u32 a0 = pack_kt<KT>(s[0][0], s[0][1]), a1 = pack_kt<KT>(s[0][2], s[0][3]);
     const u32 a2 = pack_kt<KT>(s[1][0], s[1][1]), a3 = pack_kt<KT>(s[1][2], s[1][3]);
 #pragma unroll
-    for (int nd = 0; nd < HD / 8; nd += 2) {
+    for (int nd = 0; nd < NO; nd += 2) {
       u32 b0, b1, b2, b3;
       ldsm_x4_t(vf + so + nd * 8 * 2, b0, b1, b2, b3);
       mma16816<KT>(o[nd], a0, a1, a2, a3, b0, b1);
@@ -886,8 +966,14 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   PDL_LATE();
 #pragma unroll
   for (int i = 0; i < 2; i++) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    if (ST) {  // a head's sum is spread over its column's 8 lanes
+      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 4);
+      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 8);
+      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 16);
+    } else {
+      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    }
   }
   // The four warps' states through the dead stages: mw, lw [TCW][16],
   // ow [TCW][16][HD]; then output (g, d) = Σ_w 2^(m_w − M) o_w / Σ_w 2^(m_w − M) l_w.
@@ -895,15 +981,28 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   float* mw = (float*)kvs;
   float* lw = mw + TCW * 16;
   float* ow = lw + TCW * 16;
-  if (tq == 0) {
-    mw[warp * 16 + gq] = m[0], mw[warp * 16 + gq + 8] = m[1];
-    lw[warp * 16 + gq] = l[0], lw[warp * 16 + gq + 8] = l[1];
-  }
+  if (ST) {
+    // Heads 2tq and 2tq + 1; output dims 16·nd + gq (+ 8).
+    if (gq == 0) {
+      mw[warp * 16 + 2 * tq] = m[0], mw[warp * 16 + 2 * tq + 1] = m[1];
+      lw[warp * 16 + 2 * tq] = l[0], lw[warp * 16 + 2 * tq + 1] = l[1];
+    }
 #pragma unroll
-  for (int nd = 0; nd < HD / 8; nd++) {
-    const int c = nd * 8 + 2 * tq;
-    ow[(warp * 16 + gq) * HD + c] = o[nd][0], ow[(warp * 16 + gq) * HD + c + 1] = o[nd][1];
-    ow[(warp * 16 + gq + 8) * HD + c] = o[nd][2], ow[(warp * 16 + gq + 8) * HD + c + 1] = o[nd][3];
+    for (int nd = 0; nd < NO; nd++) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) ow[(warp * 16 + 2 * tq + (e & 1)) * HD + nd * 16 + gq + 8 * (e >> 1)] = o[nd][e];
+    }
+  } else {
+    if (tq == 0) {
+      mw[warp * 16 + gq] = m[0], mw[warp * 16 + gq + 8] = m[1];
+      lw[warp * 16 + gq] = l[0], lw[warp * 16 + gq + 8] = l[1];
+    }
+#pragma unroll
+    for (int nd = 0; nd < NO; nd++) {
+      const int c = nd * 8 + 2 * tq;
+      ow[(warp * 16 + gq) * HD + c] = o[nd][0], ow[(warp * 16 + gq) * HD + c + 1] = o[nd][1];
+      ow[(warp * 16 + gq + 8) * HD + c] = o[nd][2], ow[(warp * 16 + gq + 8) * HD + c + 1] = o[nd][3];
+    }
   }
   __syncthreads();
   const bool single = nz == 1;
@@ -952,6 +1051,15 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const Decod
   attn_decode_tc_impl<KVDT, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale, p.zmax, p.chunk,
                                   &p);
 }
+#if G <= 8
+extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc2(ATTN_DECODE_ARGS) {
+  attn_decode_tc_impl<KVDT, false, true>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);
+}
+extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc2_prep(const DecodePrepP p) {
+  attn_decode_tc_impl<KVDT, true, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale, p.zmax,
+                                        p.chunk, &p);
+}
+#endif
 #endif
 
 // KT: the cache's element type (KVDT; a parameter for the CPU emulation).

@@ -175,7 +175,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			chunk = 128
 		} else {
 			// The merge keeps G·nz weights in the K/V stages' shared memory.
-			dk, dsmem, perSM := ak.decodeFor(b.attnDeep, b.attnTC)
+			dk, dsmem, perSM := ak.decodeFor(b.attnDeep, b.attnTC, b.attnTC2)
 			deep := dk == ak.deep || dk == ak.deep3
 			// Splits of 3·2ᵏ tiles too where more than 2 blocks share an SM.
 			chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, dsmem/4/G, perSM, deep || perSM > 2)
@@ -193,7 +193,11 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 	}
 	pair := func(lo, hi uint64) uint64 { return lo&0xffffffff | hi<<32 }
 	qn, kn, rope, prepped := b.takeAttnPrep(qq.ptr, kk.ptr, vv.ptr, T, heads, kvh, hd, m.pos)
-	if prepped && decodeK != nil && decodeK == ak.decodeTC && ak.decodeTCPrep != nil && b.fz.prep && distinct(ab.Seq) {
+	foldK := ak.decodeTCPrep
+	if decodeK == ak.decodeTC2 {
+		foldK = ak.decodeTC2Prep
+	}
+	if prepped && decodeK != nil && (decodeK == ak.decodeTC || decodeK == ak.decodeTC2) && foldK != nil && b.fz.prep && distinct(ab.Seq) {
 		// The prep folded into the decode attention (struct DecodePrepP
 		// in kernels/attention.cu): no block of the launch reads a
 		// position that another stores.
@@ -205,7 +209,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		a[16] = pair(i32(chunk), i32(rope.half))
 		a[17] = pair(f32(scale), f32(qn.eps))
 		a[18] = f32(kn.eps)
-		b.launch(ak.decodeTCPrep, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem), a[:]...)
+		b.launch(foldK, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem), a[:]...)
 		return
 	}
 	if prepped {
@@ -297,11 +301,13 @@ func (b *Backend) decodeSplits(maxLen, T, kvh, poolBlocks, maxSplits, perSM int,
 }
 
 // decodeFor picks the decode attention kernel for INFERNIX_CUDA_ATTN_DEEP
-// (deep: 0, 1 or 3) or INFERNIX_CUDA_DECODE_ATTN=tc, its dynamic shared
-// memory and blocks per SM; the default kernel where the one asked for does
-// not fit or does not exist for the head dim.
-func (a *attnKernels) decodeFor(deep int, tc bool) (*kernel, int, int) {
+// (deep: 0, 1 or 3) or INFERNIX_CUDA_DECODE_ATTN=tc (or tc2: tc2), its
+// dynamic shared memory and blocks per SM; the default kernel where the one
+// asked for does not fit or does not exist for the head dim.
+func (a *attnKernels) decodeFor(deep int, tc, tc2 bool) (*kernel, int, int) {
 	switch {
+	case tc && tc2 && a.decodeTC2 != nil:
+		return a.decodeTC2, a.decodeSmem, max(2, a.decodeTCPerSM)
 	case tc && a.decodeTC != nil:
 		return a.decodeTC, a.decodeSmem, max(2, a.decodeTCPerSM)
 	case deep == 1 && a.deepPerSM > 0:

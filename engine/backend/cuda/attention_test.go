@@ -18,24 +18,26 @@ import (
 // prefill (the tensor-core kernel for every batch of ≥ 2 tokens), deep and
 // deep3 (attn_decode_deep, attn_decode_deep3: INFERNIX_CUDA_ATTN_DEEP) and
 // deep-blocks8 (the deep kernel with multi-tile splits and the merge), tc
-// and tc-blocks8 (attn_decode_tc, the tensor cores: INFERNIX_CUDA_DECODE_ATTN=tc,
+// and tc-blocks8 (attn_decode_tc, the tensor cores: INFERNIX_CUDA_DECODE_ATTN=tc;
+// tc2 and tc2-blocks8 its transposed form attn_decode_tc2, =tc2, where G ≤ 8,
 // prefill128 (the tensor-core prefill with 128-row tiles),
 // the default kernel where the head dim has none); the f16-* modes are the
 // same kernels over an f16 KV cache (INFERNIX_CUDA_KV).
 func TestAttention(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
-	defer func(m string, p, blk int, old bool, deep int, dt kvDType, tc bool, rows int) {
-		b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC, b.prefillRows = m, p, blk, old, deep, dt, tc, rows
-	}(b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC, b.prefillRows)
+	defer func(m string, p, blk int, old bool, deep int, dt kvDType, tc, tc2 bool, rows int) {
+		b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC, b.attnTC2, b.prefillRows = m, p, blk, old, deep, dt, tc, tc2, rows
+	}(b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC, b.attnTC2, b.prefillRows)
 	for _, c := range []struct{ kvh, G, hd, long int }{
 		{2, 4, 128, 1200}, {1, 8, 64, 300}, {4, 1, 64, 300}, {2, 2, 16, 300}, {2, 2, 256, 300}, {1, 16, 128, 300}, {2, 4, 32, 130},
 		{1, 4, 40, 200}, {1, 3, 128, 150},
 	} {
 		for _, mode := range []string{"split", "blocks8", "old", "prefill", "prefill128", "deep", "deep3", "deep-blocks8", "tc", "tc-blocks8",
-			"f16-split", "f16-blocks8", "f16-old", "f16-prefill", "f16-prefill128", "f16-deep-blocks8", "f16-tc", "f16-tc-blocks8"} {
+			"tc2", "tc2-blocks8", "f16-split", "f16-blocks8", "f16-old", "f16-prefill", "f16-prefill128", "f16-deep-blocks8", "f16-tc",
+			"f16-tc-blocks8", "f16-tc2"} {
 			t.Run(fmt.Sprintf("kvh%d_g%d_hd%d_%s", c.kvh, c.G, c.hd, mode), func(t *testing.T) {
-				b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC, b.prefillRows = "split", 0, 0, false, 0, kvBF16, false, 64
+				b.attnMode, b.prefillMin, b.attnBlocks, b.attnOld, b.attnDeep, b.kvDT, b.attnTC, b.attnTC2, b.prefillRows = "split", 0, 0, false, 0, kvBF16, false, false, 64
 				if m, ok := strings.CutPrefix(mode, "f16-"); ok {
 					mode, b.kvDT = m, kvF16
 				}
@@ -52,6 +54,10 @@ func TestAttention(t *testing.T) {
 					b.attnTC = true
 				case "tc-blocks8":
 					b.attnTC, b.attnBlocks = true, 8
+				case "tc2":
+					b.attnTC, b.attnTC2 = true, true
+				case "tc2-blocks8":
+					b.attnTC, b.attnTC2, b.attnBlocks = true, true, 8
 				case "old":
 					b.attnOld = true
 				case "prefill":

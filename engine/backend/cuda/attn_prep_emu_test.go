@@ -19,7 +19,9 @@ import (
 //   - the fold leaves every output bit for bit as the two kernels do: the
 //     attention's output, q and k in their buffers, the whole cache (the
 //     new positions stored, nothing else touched) and the split counters
-//     (zero);
+//     (zero), and likewise for attn_decode_tc2 (the transposed products)
+//     and its fold, whose output is attn_decode_tc's within the tensor
+//     cores' rounding;
 //   - attn_prep's q and k match a float64 reference of the norm and RoPE,
 //     and the stored position holds that k and the raw v, rounded to the
 //     cache's type;
@@ -117,7 +119,7 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 						kc, vc    []uint16
 						cnt       []int32
 					}
-					var res [2]result
+					var res [4]result // separate, folded; then the same with attn_decode_tc2
 					for i := range res {
 						rs := &res[i]
 						rs.out, rs.q, rs.k = make([]float32, len(q)), make([]float32, len(q)), make([]float32, len(k))
@@ -128,32 +130,14 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 							}
 						}
 					}
+					for _, pair := range [][2]int{{0, 1}, {2, 3}} {
+						sep, fold := res[pair[0]], res[pair[1]]
+						sameFold(t, sep.out, fold.out, sep.q, fold.q, sep.k, fold.k, sep.kc, fold.kc, sep.vc, fold.vc, sep.cnt, fold.cnt)
+					}
+					// attn_decode_tc2 adds in another order: its output is the
+					// default's within the tensor cores' rounding.
+					compare(t, "attn_decode_tc2", res[2].out, res[0].out, [2]float64{tcTolBF16, tcTolF16}[kt])
 					sep, fold := res[0], res[1]
-					same32 := func(what string, a, b []float32) {
-						for i := range a {
-							if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-								t.Fatalf("%s: element %d is %v folded, %v apart", what, i, b[i], a[i])
-							}
-						}
-					}
-					same16 := func(what string, a, b []uint16) {
-						for i := range a {
-							if a[i] != b[i] {
-								t.Fatalf("%s: element %d is %#04x folded, %#04x apart", what, i, b[i], a[i])
-							}
-						}
-					}
-					same32("out", sep.out, fold.out)
-					same32("q", sep.q, fold.q)
-					same32("k", sep.k, fold.k)
-					same16("K cache", sep.kc, fold.kc)
-					same16("V cache", sep.vc, fold.vc)
-					for i := range sep.cnt {
-						if sep.cnt[i] != 0 || fold.cnt[i] != 0 {
-							t.Fatalf("counter %d left at %d / %d", i, sep.cnt[i], fold.cnt[i])
-						}
-					}
-
 					// The prep against float64, and what was stored.
 					var nqw, nkw []float32
 					if rc.norm {
@@ -219,6 +203,37 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 					compare(t, "attention", fold.out, want, [2]float64{tcTolBF16, tcTolF16}[kt])
 				})
 			}
+		}
+	}
+}
+
+// sameFold fails t unless the separate prep + attention and the folded
+// kernel left the same bits everywhere, and every split counter at zero.
+func sameFold(t *testing.T, out, fout, q, fq, k, fk []float32, kc, fkc, vc, fvc []uint16, cnt, fcnt []int32) {
+	t.Helper()
+	for _, c := range []struct {
+		what string
+		a, b []float32
+	}{{"out", out, fout}, {"q", q, fq}, {"k", k, fk}} {
+		for i := range c.a {
+			if math.Float32bits(c.a[i]) != math.Float32bits(c.b[i]) {
+				t.Fatalf("%s: element %d is %v folded, %v apart", c.what, i, c.b[i], c.a[i])
+			}
+		}
+	}
+	for _, c := range []struct {
+		what string
+		a, b []uint16
+	}{{"K cache", kc, fkc}, {"V cache", vc, fvc}} {
+		for i := range c.a {
+			if c.a[i] != c.b[i] {
+				t.Fatalf("%s: element %d is %#04x folded, %#04x apart", c.what, i, c.b[i], c.a[i])
+			}
+		}
+	}
+	for i := range cnt {
+		if cnt[i] != 0 || fcnt[i] != 0 {
+			t.Fatalf("counter %d left at %d / %d", i, cnt[i], fcnt[i])
 		}
 	}
 }

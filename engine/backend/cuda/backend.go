@@ -86,6 +86,7 @@ type Backend struct {
 	gemvWide    int          // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
 	gemvf       gemvfVariant // the fused products' compile-time tunables (gemvf_variant.go)
 	attnDeep    int          // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
+	attnTC2     bool         // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
 	attnStages  int          // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
 	kvDT        kvDType      // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
 	launches    int          // kernel launches recorded (tests: did fusion happen)
@@ -239,6 +240,7 @@ func New(opt Options) (*Backend, error) {
 	// The tensor-core decode attention is the default where it compiles
 	// (run 13: 152 tok/s at 32K against the SIMT kernel's 142).
 	b.attnTC = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") != "simt" && !b.attnOld
+	b.attnTC2 = b.attnTC && os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "tc2"
 	b.prefillRows = 64
 	if os.Getenv("INFERNIX_CUDA_PREFILL_ROWS") == "128" {
 		b.prefillRows = 128

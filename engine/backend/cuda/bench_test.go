@@ -419,20 +419,21 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}
 	b.flush()
 	b.fz.prep = fz.prep
-	// The decode attention with 2 K/V tile stages (3 blocks per SM) and 3
-	// (2 per SM; INFERNIX_CUDA_ATTN_STAGES), in the order 3, 2, 2, 3, so
-	// that the drift within a process (later figures read 1–2% higher, run
-	// 14) favours neither.
-	stages := b.attnStages
-	for i, n := range []int{3, 2, 2, 3} {
+	// The decode attention's transposed products (attn_decode_tc2,
+	// INFERNIX_CUDA_DECODE_ATTN=tc2) against attn_decode_tc, in the order
+	// tc, tc2, tc2, tc, so that the drift within a process (later figures
+	// read 1–2% higher, run 14) favours neither. Run 15 measured two K/V
+	// stages (INFERNIX_CUDA_ATTN_STAGES=2) the same way: 2–3% slower at 32K.
+	tc2 := b.attnTC2
+	for i, on := range []bool{false, true, true, false} {
 		b.flush()
-		b.attnStages = n
-		name := fmt.Sprintf("stages%d_%d", n, i/2)
+		b.attnTC2 = on
+		name := fmt.Sprintf("%s_%d", map[bool]string{false: "tc", true: "tc2"}[on], i/2)
 		decode("decode_1lane_ctx512_"+name, [][]int32{seqBlocks(100, 16)}, 710, 64)
 		decode("decode_1lane_ctx32k_"+name, [][]int32{seqBlocks(200, 520)}, 32910, 32)
 	}
 	b.flush()
-	b.attnStages = stages
+	b.attnTC2 = tc2
 	b.flush()
 	fuse := b.fuse
 	b.fuse = false

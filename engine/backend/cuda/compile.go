@@ -56,6 +56,8 @@ type attnKernels struct {
 	decodeTC              *kernel // attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): head dims that are multiples of 16 up to 128
 	decodeTCPrep          *kernel // attn_decode_tc with attn_prep folded in (one token per sequence)
 	decodeTCPerSM         int     // blocks of attn_decode_tc that fit an SM
+	decodeTC2             *kernel // attn_decode_tc2 (INFERNIX_CUDA_DECODE_ATTN=tc2): the transposed products, G ≤ 8
+	decodeTC2Prep         *kernel // and with attn_prep folded in
 	deepSmem, deep3Smem   int
 	deepPerSM, deep3PerSM int
 	prep                  *kernel  // QK-norm + RoPE + KV store
@@ -258,6 +260,10 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	if hd%16 == 0 && hd <= 128 { // the guard around attn_decode_tc in kernels/attention.cu
 		names["attn_decode_tc"] = &a.decodeTC
 		names["attn_decode_tc_prep"] = &a.decodeTCPrep
+		if g <= 8 { // the guard around attn_decode_tc2
+			names["attn_decode_tc2"] = &a.decodeTC2
+			names["attn_decode_tc2_prep"] = &a.decodeTC2Prep
+		}
 	}
 	if err := b.load("attention.cu", defs, names); err != nil {
 		return nil, err
@@ -269,7 +275,7 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	if err := b.drv.FuncSetAttribute(a.decode.fn, driver.FuncAttrMaxDynamicShared, a.decodeSmem); err != nil {
 		return nil, err
 	}
-	for _, k := range []*kernel{a.decodeTC, a.decodeTCPrep} { // the same stages as attn_decode
+	for _, k := range []*kernel{a.decodeTC, a.decodeTCPrep, a.decodeTC2, a.decodeTC2Prep} { // the same stages as attn_decode
 		if k == nil {
 			continue
 		}

@@ -60,6 +60,7 @@
 //	INFERNIX_CUDA_GRAPHS=0        run every forward eagerly
 //	INFERNIX_CUDA_ATTN=split      never use the tensor-core prefill attention
 //	INFERNIX_CUDA_DECODE_ATTN=old decode attention through attn_split + attn_combine
+//	INFERNIX_CUDA_DECODE_ATTN=tc2 decode attention with the transposed products (attn_decode_tc2, G ≤ 8)
 //	INFERNIX_CUDA_DECODE_ATTN=simt decode attention without the tensor cores (attn_decode; the
 //	                              default is attn_decode_tc where the head dim allows)
 //	INFERNIX_CUDA_MOE_GROUPED=0   MoE prefill through the indexed kernels instead of per-expert GEMMs

@@ -9,7 +9,7 @@
 // (int32), q [T·kvh·G·HD] f32 (unscaled), scale f32, K and V [pool·kvh·64·HD]
 // f32 (stored into the cache with kv_enc, as kv_store and attn_prep do),
 // conv [nconv] f32. stdout: the encoded K and V (u16 each), then for
-// attn_decode (blocks in index order), attn_decode_deep and attn_decode_tc
+// attn_decode (blocks in index order), attn_decode_deep, attn_decode_tc and attn_decode_tc2
 // (shuffled): out
 // [T·kvh·G·HD] f32 and the split counters [T·kvh] int32 (must be zero
 // again); last kv_enc of conv [nconv] (u16).
@@ -41,7 +41,7 @@ template <int KT> static void run(int kvh, int T, int pool, int zmax, int chunk,
   fwrite(kc.data(), 2, kc.size(), stdout);
   fwrite(vc.data(), 2, vc.size(), stdout);
   const float nan = __uint_as_float(0x7fc00000u);
-  for (int deep = 0; deep < 3; deep++) {
+  for (int deep = 0; deep < 4; deep++) {
     std::vector<float> out((size_t)T * heads * HD, nan), part((size_t)T * heads * zmax * (HD + 2), nan);
     std::vector<int> cnt((size_t)T * kvh, 0);
     const u16 *kp = kc.data(), *vp = vc.data();
@@ -49,7 +49,11 @@ template <int KT> static void run(int kvh, int T, int pool, int zmax, int chunk,
     float *op = out.data(), *pp = part.data();
     int* cp = cnt.data();
     const int *posp = pos.data(), *ttp = tokTab.data(), *tbp = tabs.data();
-    if (deep == 2) {
+    if (deep == 3) {
+      emu_launch3(kvh, T, zmax, NT, 13, [=] {
+        attn_decode_tc_impl<KT, false, true>(kp, vp, qp, op, pp, cp, ttp, posp, tbp, kvh, scale, zmax, chunk);
+      });
+    } else if (deep == 2) {
       emu_launch3(kvh, T, zmax, NT, 11, [=] {
         attn_decode_tc_impl<KT>(kp, vp, qp, op, pp, cp, ttp, posp, tbp, kvh, scale, zmax, chunk);
       });

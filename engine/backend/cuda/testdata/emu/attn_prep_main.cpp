@@ -10,7 +10,8 @@
 // [T·kvh·HD] (raw, before the norms and RoPE), qw and kw [HD], cos and sin
 // [maxpos·half], scale, qeps, keps, and the cache's K and V
 // [pool·kvh·64·HD] (encoded with kv_enc first). stdout, for each way in
-// turn: out [T·kvh·G·HD] f32, q and k as left in their buffers (f32), the
+// turn (and then both again with attn_decode_tc2's transposed products):
+// out [T·kvh·G·HD] f32, q and k as left in their buffers (f32), the
 // cache's K and V (u16) and the split counters [T·kvh] (int32).
 #define HD 64
 #define G 4
@@ -44,7 +45,8 @@ template <int KT> static void run(const int* hdr) {
     vc0[i] = kv_enc<KT>(vf[i]);
   }
   const float nan = __uint_as_float(0x7fc00000u);
-  for (int fold = 0; fold < 2; fold++) {
+  for (int way = 0; way < 4; way++) {
+    const int fold = way & 1, st = way >> 1;  // ways 2, 3: attn_decode_tc2 (ST)
     std::vector<float> q = q0, k = k0, out((size_t)T * heads * HD, nan), part((size_t)T * heads * zmax * (HD + 2), nan);
     std::vector<u16> kc = kc0, vc = vc0;
     std::vector<int> cnt((size_t)T * kvh, 0);
@@ -58,15 +60,24 @@ template <int KT> static void run(const int* hdr) {
       int* cp = cnt.data();
       const int *posp = pos.data(), *ttp = tokTab.data(), *tbp = tabs.data();
       emu_launch3(kvh, T, zmax, NT, 5, [=] {
-        attn_decode_tc_impl<KT>(kp, vp, qp, op, pp, cp, ttp, posp, tbp, kvh, scale, zmax, chunk);
+        if (st) {
+          attn_decode_tc_impl<KT, false, true>(kp, vp, qp, op, pp, cp, ttp, posp, tbp, kvh, scale, zmax, chunk);
+        } else {
+          attn_decode_tc_impl<KT>(kp, vp, qp, op, pp, cp, ttp, posp, tbp, kvh, scale, zmax, chunk);
+        }
       });
     } else {
       DecodePrepP p{kc.data(), vc.data(), q.data(), out.data(), part.data(), cnt.data(), tokTab.data(), pos.data(), tabs.data(),
                     k.data(), v.data(), norm ? qw.data() : 0, norm ? kw.data() : 0, half > 0 ? cosT.data() : 0, sinT.data(),
                     kvh, zmax, chunk, half, scale, qeps, keps};
       emu_launch3(kvh, T, zmax, NT, 13, [=] {
-        attn_decode_tc_impl<KT, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale, p.zmax,
-                                      p.chunk, &p);
+        if (st) {
+          attn_decode_tc_impl<KT, true, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale,
+                                              p.zmax, p.chunk, &p);
+        } else {
+          attn_decode_tc_impl<KT, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale, p.zmax,
+                                        p.chunk, &p);
+        }
       });
     }
     fwrite(out.data(), 4, out.size(), stdout);

@@ -148,6 +148,15 @@ inline void emu_ldsm(const void* addr, u32& r0, u32& r1, u32& r2, u32& r3, bool 
 }
 inline void ldsm_x4(const void* addr, u32& r0, u32& r1, u32& r2, u32& r3) { emu_ldsm(addr, r0, r1, r2, r3, false); }
 inline void ldsm_x4_t(const void* addr, u32& r0, u32& r1, u32& r2, u32& r3) { emu_ldsm(addr, r0, r1, r2, r3, true); }
+// movmatrix .trans: lane (r, c/2) gets M[2c'][r], M[2c'+1][r] where M[i][j]
+// is half j%2 of lane i·4 + j/2's word.
+inline u32 movm_t(u32 a) {
+  u32 all[32][2];
+  emu_exchange(a, 0, all);
+  const int lane = threadIdx.x & 31, r = lane / 4, c = 2 * (lane % 4);
+  auto el = [&](int i, int j) -> u32 { return (all[i * 4 + j / 2][0] >> (16 * (j % 2))) & 0xffffu; };
+  return el(c, r) | el(c + 1, r) << 16;
+}
 template <int KT> inline float emu_half(u32 w, int hi) {
   const u16 h = (u16)(hi ? w >> 16 : w & 0xffffu);
   return KT == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
