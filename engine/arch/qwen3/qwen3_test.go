@@ -8,22 +8,13 @@ import (
 	"github.com/infernix/infernix/engine/backend/cpu"
 	"github.com/infernix/infernix/engine/model"
 	"github.com/infernix/infernix/engine/model/reftest"
-	"github.com/infernix/infernix/engine/safetensors"
 )
 
 const fixtures = "../../../tests/testdata"
 
 func loadModel(t testing.TB, dir string, blocks int) model.Model {
 	t.Helper()
-	cfg, err := model.LoadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := safetensors.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
+	cfg, set := reftest.OpenCheckpoint(t, dir)
 	build, err := model.Lookup(cfg.Arch())
 	if err != nil {
 		t.Fatal(err)

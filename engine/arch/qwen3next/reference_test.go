@@ -9,7 +9,6 @@ import (
 	"github.com/infernix/infernix/engine/backend/cpu"
 	"github.com/infernix/infernix/engine/model"
 	"github.com/infernix/infernix/engine/model/reftest"
-	"github.com/infernix/infernix/engine/safetensors"
 )
 
 const fixtures = "../../../tests/testdata"
@@ -33,15 +32,7 @@ func loadModel(t testing.TB, name string, opt model.Options) *Model {
 	if !strings.ContainsRune(name, os.PathSeparator) {
 		dir = filepath.Join(fixtures, "models", name)
 	}
-	cfg, err := model.LoadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := safetensors.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
+	cfg, set := reftest.OpenCheckpoint(t, dir)
 	build, err := model.Lookup(cfg.Arch())
 	if err != nil {
 		t.Fatal(err)

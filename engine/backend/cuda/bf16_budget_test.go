@@ -12,6 +12,7 @@ import (
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/backend/cpu"
 	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/model/reftest"
 )
 
 // bf16Inputs is the CPU backend with the GPU's rounding of cuBLASLt
@@ -61,7 +62,7 @@ func TestBF16InputBudget(t *testing.T) {
 	// router and the indexed experts, which this emulation does not follow).
 	for _, name := range []string{"qwen3-untied-bf16"} {
 		dir := filepath.Join("../../../tests/testdata/models", name)
-		cfg, set := openCheckpoint(t, dir)
+		cfg, set := reftest.OpenCheckpoint(t, dir)
 		emu := &bf16Inputs{Backend: cpuBe}
 		g := build(t, cfg, &model.FileWeights{Set: set, Be: emu}, emu)
 		c := build(t, cfg, &model.FileWeights{Set: set, Be: cpuBe}, cpuBe)

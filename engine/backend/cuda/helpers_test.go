@@ -13,8 +13,6 @@ import (
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/backend/cpu"
 	"github.com/infernix/infernix/engine/backend/cuda/driver"
-	"github.com/infernix/infernix/engine/model"
-	"github.com/infernix/infernix/engine/safetensors"
 )
 
 var (
@@ -211,20 +209,4 @@ func addExperts(t testing.TB, b *Backend, r *rand.Rand, dt backend.DType, m, mc 
 		m.SharedGate, m.SharedUp, m.SharedDown = g.g, u.g, d.g
 		mc.SharedGate, mc.SharedUp, mc.SharedDown = g.c, u.c, d.c
 	}
-}
-
-// openCheckpoint reads a checkpoint directory's config and opens its
-// weights, closed when the test ends.
-func openCheckpoint(t testing.TB, dir string) (*model.Config, *safetensors.Set) {
-	t.Helper()
-	cfg, err := model.LoadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := safetensors.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
-	return cfg, set
 }

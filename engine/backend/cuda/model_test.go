@@ -547,7 +547,7 @@ func TestHFReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, set := openCheckpoint(t, dir)
+			cfg, set := reftest.OpenCheckpoint(t, dir)
 			m := build(t, cfg, &model.FileWeights{Set: set, Be: b}, b)
 			for pi, p := range ref.Prompts {
 				blocks := []int32{int32(8*pi + 3), int32(8*pi + 1), int32(8*pi + 2), int32(8 * pi), int32(8*pi + 4)}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/model"
+	"github.com/infernix/infernix/engine/safetensors"
 )
 
 // Fixture is a reference file: transformers' log-probs for a few prompts of
@@ -141,4 +142,20 @@ func MaxTopDiff(rows [][]float32, top [][][2]float64) float64 {
 		}
 	}
 	return worst
+}
+
+// OpenCheckpoint reads a checkpoint directory's config and opens its
+// weights, closed when the test ends.
+func OpenCheckpoint(tb testing.TB, dir string) (*model.Config, *safetensors.Set) {
+	tb.Helper()
+	cfg, err := model.LoadConfig(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { set.Close() })
+	return cfg, set
 }
