@@ -419,21 +419,31 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}
 	b.flush()
 	b.fz.prep = fz.prep
-	// The decode attention's transposed products (attn_decode_tc2,
-	// INFERNIX_CUDA_DECODE_ATTN=tc2) against attn_decode_tc, in the order
-	// tc, tc2, tc2, tc, so that the drift within a process (later figures
-	// read 1–2% higher, run 14) favours neither. Run 15 measured two K/V
-	// stages (INFERNIX_CUDA_ATTN_STAGES=2) the same way: 2–3% slower at 32K.
-	tc2 := b.attnTC2
-	for i, on := range []bool{false, true, true, false} {
-		b.flush()
-		b.attnTC2 = on
-		name := fmt.Sprintf("%s_%d", map[bool]string{false: "tc", true: "tc2"}[on], i/2)
-		decode("decode_1lane_ctx512_"+name, [][]int32{seqBlocks(100, 16)}, 710, 64)
-		decode("decode_1lane_ctx32k_"+name, [][]int32{seqBlocks(200, 520)}, 32910, 32)
+	// The chained products (gemvf_chain, INFERNIX_CUDA_CHAIN=1) against
+	// the kernels one by one, in the order off, on, on, off, so that the
+	// drift within a process (later figures read 1–2% higher, run 14)
+	// favours neither; then the chain with one block per SM fewer than its
+	// registers allow. Run 16 measured the decode attention's transposed
+	// products (INFERNIX_CUDA_DECODE_ATTN=tc2) the same way: no faster.
+	if b.k.gemvfChain != nil && b.chainGrid() > 0 {
+		chain, per := b.chainOn, b.chainPerSM
+		for i, on := range []bool{false, true, true, false} {
+			b.flush()
+			b.flushChain()
+			b.chainOn = on
+			name := fmt.Sprintf("%s_%d", map[bool]string{false: "nochain", true: "chain"}[on], i/2)
+			decode("decode_1lane_ctx512_"+name, [][]int32{seqBlocks(100, 16)}, 710, 64)
+			decode("decode_1lane_ctx32k_"+name, [][]int32{seqBlocks(200, 520)}, 32910, 32)
+		}
+		b.flushChain()
+		b.chainOn = true
+		b.chainPerSM = b.chainGrid()/b.smCount - 1
+		res["chain_blocks_per_sm"] = b.chainPerSM + 1
+		decode(fmt.Sprintf("decode_1lane_ctx512_chain_per%d", b.chainPerSM), [][]int32{seqBlocks(100, 16)}, 710, 64)
+		decode(fmt.Sprintf("decode_1lane_ctx32k_chain_per%d", b.chainPerSM), [][]int32{seqBlocks(200, 520)}, 32910, 32)
+		b.flushChain()
+		b.chainOn, b.chainPerSM = chain, per
 	}
-	b.flush()
-	b.attnTC2 = tc2
 	b.flush()
 	fuse := b.fuse
 	b.fuse = false
@@ -479,7 +489,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	// The fused products' compile-time variants (gemvf_variant.go): decode
 	// at 512 with each, the default first again for a fair comparison.
 	func() {
-		saved, pdl := b.gemvf, b.pdl
+		saved, pdl, chainWas := b.gemvf, b.pdl, b.chainOn
 		defer func() {
 			b.pdl = pdl
 			if err := b.useGemvfVariant(saved); err != nil {
@@ -491,6 +501,16 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		if os.Getenv("INFERNIX_BENCH_GEMVF_PDL") == "1" && b.pdlOK {
 			b.flush()
 			b.pdl = true
+		}
+		// INFERNIX_BENCH_GEMVF_CHAIN=1: the variants (CH_MINB among them)
+		// with the products chained.
+		if os.Getenv("INFERNIX_BENCH_GEMVF_CHAIN") == "1" {
+			b.flushChain()
+			b.chainOn = true
+			defer func(on bool) {
+				b.flushChain()
+				b.chainOn = on
+			}(chainWas)
 		}
 		// INFERNIX_BENCH_GEMVF="GF_U=1;GF_PIPE=1" measures others; the
 		// default runs before each, so that drift shows beside every pair.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -117,6 +118,9 @@ func (b *Backend) submit(r *rec) {
 	if b.pend.kind != pendNone && !b.pend.flushing && r.kind != recHtoD {
 		b.flush()
 	}
+	if b.chain.n > 0 && !b.chain.flushing && r.kind != recHtoD {
+		b.flushChain()
+	}
 	g := &b.g
 	switch g.mode {
 	case modeReplay:
@@ -215,7 +219,7 @@ func (g *graphState) match(r *rec) bool {
 		if !g.alive[i] {
 			continue
 		}
-		if g.pos < len(c.trace) && c.trace[g.pos] == *r {
+		if g.pos < len(c.trace) && c.trace[g.pos].same(r) {
 			if hit < 0 {
 				hit = i
 			}
@@ -420,11 +424,19 @@ func sameTrace(a, b []rec) bool {
 		return false
 	}
 	for i := range a {
-		if a[i] != b[i] {
+		if !a[i].same(&b[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// same compares two records as == would, reading only the argument slots
+// in use (a record holds maxArgs of them: 74, for gemvf_chain; most
+// launches take under 20). Slots past nargs are always zero.
+func (r *rec) same(o *rec) bool {
+	return r.kind == o.kind && r.nargs == o.nargs && r.pdl == o.pdl && r.k == o.k && r.gemm == o.gemm &&
+		r.grid == o.grid && r.block == o.block && r.smem == o.smem && slices.Equal(r.args[:r.nargs], o.args[:o.nargs])
 }
 
 // dropAll destroys every graph (a buffer they reference moved).
