@@ -822,6 +822,9 @@ GEMVF_R(2, 1)
 #ifndef CH_MINB
 #define CH_MINB 4  // blocks per SM the registers must allow (R = 1: ~40–48)
 #endif
+#ifndef CH_SLEEP_NS
+#define CH_SLEEP_NS 100  // between polls: fewer requests to the counter's L2 line
+#endif
 #ifndef CH_SPIN_NS
 #define CH_SPIN_NS 2000000000ull
 #endif
@@ -836,9 +839,11 @@ struct ChainP {
 __device__ __forceinline__ void chain_wait(const u32* bar) {
   if (threadIdx.x == 0) {
     const u64 t0 = global_ns();
-    while (ld_acquire_gpu(bar) < gridDim.x) {
+    while (ld_relaxed_gpu(bar) < gridDim.x) {
+      __nanosleep(CH_SLEEP_NS);
       if (global_ns() - t0 > CH_SPIN_NS) __trap();
     }
+    fence_acquire_gpu();
   }
   __syncthreads();
 }

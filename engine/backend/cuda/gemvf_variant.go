@@ -71,7 +71,7 @@ func (v gemvfVariant) splitsK(epi int) bool {
 func parseGemvfVariant(s string) (gemvfVariant, error) {
 	v := gemvfVariant{rw: 2, ks: 1, ksr: 1}
 	bad := gemvfVariant{rw: 2, ks: 1, ksr: 1}
-	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc, chMinB := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0
+	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc, chMinB, chSleep := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, -1
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
 		name, val, ok := strings.Cut(f, "=")
 		n, err := strconv.Atoi(val)
@@ -103,8 +103,10 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 			tc = n
 		case name == "CH_MINB" && n >= 1 && n <= 8:
 			chMinB = n
+		case name == "CH_SLEEP_NS" && n >= 0 && n <= 10000:
+			chSleep = n
 		default:
-			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096, CH_MINB 1 to 8", f)
+			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096, CH_MINB 1 to 8, CH_SLEEP_NS 0 to 10000", f)
 		}
 	}
 	if tma == 1 {
@@ -155,6 +157,9 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 	// The chained products' blocks per SM (gemvf_chain's register cap).
 	if chMinB != 0 && chMinB != 4 {
 		v.defs = append(v.defs, fmt.Sprintf("CH_MINB=%d", chMinB))
+	}
+	if chSleep >= 0 && chSleep != 100 {
+		v.defs = append(v.defs, fmt.Sprintf("CH_SLEEP_NS=%d", chSleep))
 	}
 	// Where the products let the next kernel launch under PDL
 	// (kernels/prelude.cuh); it overrides INFERNIX_CUDA_PDL_TRIGGER for

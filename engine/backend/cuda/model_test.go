@@ -526,7 +526,18 @@ func TestFixtures(t *testing.T) {
 			if _, err := os.Stat(filepath.Join("../../../tests/testdata/reference", filepath.Base(dir)+".json")); err == nil {
 				tol = 2e-2
 			}
-			checkModels(t, g, c, nil, prompts(r, cfg.VocabSize, 40, 17, 5), 16, tol)
+			// Dense models also get the CPU with the prefill products'
+			// inputs rounded to bf16 as cuBLASLt reads them (bf16Inputs:
+			// BF16 weights only), the reference a step past tol is held to
+			// (run 16: the 17-token prefill of qwen3-untied-bf16 at 0.0202
+			// against f32 activations). The MoE fixtures keep f32 for the
+			// router and experts on the GPU, which bf16Inputs does not follow.
+			var cf model.Model
+			if cfg.Arch() == "Qwen3ForCausalLM" {
+				emu := &bf16Inputs{Backend: cpuBe, on: true}
+				cf = build(t, cfg, &model.FileWeights{Set: set, Be: emu}, emu)
+			}
+			checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 40, 17, 5), 16, tol)
 		})
 	}
 }
