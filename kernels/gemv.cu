@@ -476,11 +476,8 @@ __device__ __forceinline__ void gemvf_reduce(const GemvP& p, float (&acc)[R][2],
 // One lane's 8 weights of each of its rows (w0, and w1 when TWO) at
 // element i, against the activations' 8 (RMSNorm'd when NORM, their squares
 // summed into ss): the one place the fused products add, so that every way
-// of streaming the weights adds in the same order. CHAIN: the activations
-// were written by other blocks of the same grid (gemvf_chain), so they are
-// read with plain loads, which the barrier's acquire keeps coherent, rather
-// than through the read-only path.
-template <int R, int NORM, bool TWO, int CHAIN = 0>
+// of streaming the weights adds in the same order.
+template <int R, int NORM, bool TWO>
 __device__ __forceinline__ void gemvf_add(const GemvP& p, uint4 w0, uint4 w1, int i, float (&acc)[R][2], float (&ss)[R]) {
   const int T = p.T, I = p.I;
   float wf0[8], wf1[8], g[8];
@@ -494,9 +491,8 @@ __device__ __forceinline__ void gemvf_add(const GemvP& p, uint4 w0, uint4 w1, in
 #pragma unroll
   for (int r = 0; r < R; r++) {
     if (r < T) {
-      const float4* xp = (const float4*)(p.x + (long)r * I + i);
-      const float4 a = CHAIN ? xp[0] : __ldg(xp);
-      const float4 b = CHAIN ? xp[1] : __ldg(xp + 1);
+      const float4 a = __ldg((const float4*)(p.x + (long)r * I + i));
+      const float4 b = __ldg((const float4*)(p.x + (long)r * I + i + 4));
       float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
       if (NORM) {
 #pragma unroll
@@ -514,23 +510,11 @@ __device__ __forceinline__ void gemvf_add(const GemvP& p, uint4 w0, uint4 w1, in
   }
 }
 
-// One row group of a chained phase (gemvf_chain): which, what to wait for
-// between loading its first weights and reading the activations (0:
-// nothing, 1: PDL_WAIT, 2: the grid barrier bar), and, with NORM, this
-// block's place among the nhw blocks that write h (hw < 0: none).
-struct ChainUnit {
-  int blk, wait;
-  const u32* bar;
-  int hw, nhw;
-};
-
-__device__ __forceinline__ void chain_wait(const u32* bar);
-
-template <int R, int NORM, int MODE, int WIDE, int CHAIN = 0>
-__device__ __forceinline__ void gemvf(const GemvP& p, const ChainUnit& cu = ChainUnit{}) {
+template <int R, int NORM, int MODE, int WIDE>
+__device__ __forceinline__ void gemvf(const GemvP& p) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int T = p.T, I = p.I;
-  int blk = CHAIN ? cu.blk : (int)blockIdx.x;
+  int blk = blockIdx.x;
   // The slice [k0, k1) of I this block reads (all of it unless WIDE).
   int k0 = 0, k1 = I, s = 0, grp = 0;
   if (WIDE) {
@@ -587,7 +571,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p, const ChainUnit& cu = Chai
 #if GF_TMA
   // (Only with the stages' shared memory: INFERNIX_CUDA_DEFINES=GF_TMA=1
   // alone compiles this without the host reserving it.)
-  if (!CHAIN && !WIDE && KS == 1 && TWO && dyn_smem_bytes() >= GF_TS * 16 * GF_TC * 2) {
+  if (!WIDE && KS == 1 && TWO && dyn_smem_bytes() >= GF_TS * 16 * GF_TC * 2) {
     // Stage s holds GF_TC elements of the block's 16 weight rows (warp
     // wi's rows 2·wi and 2·wi + 1); lanes 0…15 of warp 0 each copy one row.
     EXTERN_SMEM(u16, gsm);
@@ -650,13 +634,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p, const ChainUnit& cu = Chai
         if (TWO) prefetch_l2(wr1 + i);
       }
     }
-    if (!CHAIN) {
-      PDL_ENTRY();
-    } else if (cu.wait == 1) {
-      PDL_WAIT();
-    } else if (cu.wait == 2) {
-      chain_wait(cu.bar);
-    }
+    PDL_ENTRY();
     for (int i0 = k0 + lane * 8;;) {
       // GF_PIPE: the next U chunks are requested before this U are used, so
       // a warp always has loads in flight (otherwise it issues, waits, adds).
@@ -674,7 +652,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p, const ChainUnit& cu = Chai
 #pragma unroll
       for (int u = 0; u < U; u++) {
         const int i = i0 + u * 256;
-        if (i < k1) gemvf_add<R, NORM, TWO, CHAIN>(p, wv[u][0], wv[u][1], i, acc, ss);
+        if (i < k1) gemvf_add<R, NORM, TWO>(p, wv[u][0], wv[u][1], i, acc, ss);
       }
       i0 += 256 * U;
       if (i0 >= k1) break;
@@ -693,7 +671,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p, const ChainUnit& cu = Chai
       }
     }
   }
-  if (!CHAIN) PDL_LATE();
+  PDL_LATE();
   if (WIDE) {
     gemvf_reduce<R, NORM, MODE>(p, acc, ss, blk, grp, s, O, out);
     return;
@@ -760,11 +738,10 @@ __device__ __forceinline__ void gemvf(const GemvP& p, const ChainUnit& cu = Chai
       }
     }
   }
-  if (NORM && p.h != 0 && (!CHAIN || cu.hw >= 0)) {
+  if (NORM && p.h != 0) {
     // Every warp holds the same 1/rms (same lanes, same order of
     // operations); the first warps of the grid write h as rmsnorm_block would.
-    const int gw = (CHAIN ? cu.hw : (int)blockIdx.x) * GW_WARPS + warp;
-    const int nwarp = (CHAIN ? cu.nhw : (int)gridDim.x) * GW_WARPS;
+    const int gw = blockIdx.x * GW_WARPS + warp, nwarp = gridDim.x * GW_WARPS;
 #pragma unroll
     for (int r = 0; r < R; r++) {
       if (r >= T) break;
@@ -797,96 +774,3 @@ GEMVF_R(1, 0)
 GEMVF_R(1, 1)
 GEMVF_R(2, 0)
 GEMVF_R(2, 1)
-
-// gemvf_chain: up to CH_MAX fused products that follow one another in a
-// decode step (o_proj → gate|up → down → the next layer's q|k|v or the LM
-// head, one token) in one persistent kernel, with a grid-wide barrier
-// between them instead of a kernel boundary. Why: the products with one
-// wave of blocks read at 2.3–2.8 TB/s against 3.7–4.2 for the large ones
-// (run 15's profile), and each boundary costs the DRAM a drain, a launch
-// and a ramp. Here a block that has no row group left in a phase loads its
-// first weights of the next one before it waits at the barrier, so the
-// next product's reads overlap this one's tail; nothing is launched
-// between them.
-// Every block of the grid must be resident at once (the host sizes the
-// grid from the kernel's registers: blocksPerSM × SMs), else a barrier
-// would never open; a spin longer than CH_SPIN_NS traps, so a mistake is
-// an error rather than a hang. Each block handles row groups blockIdx.x,
-// + gridDim.x, ... of a phase with gemvf's code for one row: the same
-// additions in the same order, so results are bit-identical to the
-// unchained kernels.
-// bar: bar[0] counts the blocks that are done, bar[j] (1 ≤ j < n) those
-// done with phase j − 1; all zero between launches (the last block out
-// resets them, once every block has passed every wait).
-#define CH_MAX 4
-#ifndef CH_MINB
-#define CH_MINB 4  // blocks per SM the registers must allow (R = 1: ~40–48)
-#endif
-#ifndef CH_SLEEP_NS
-#define CH_SLEEP_NS 100  // between polls: fewer requests to the counter's L2 line
-#endif
-#ifndef CH_SPIN_NS
-#define CH_SPIN_NS 2000000000ull
-#endif
-struct ChainP {
-  GemvP ph[CH_MAX];
-  int mode[CH_MAX];  // GF_MULTI, GF_SWIGLU or GF_RESID, | 4 with the RMSNorm prologue
-  int units[CH_MAX];  // row groups (gemvf's blocks) of each phase
-  int n, pad;
-  u32* bar;
-};
-
-__device__ __forceinline__ void chain_wait(const u32* bar) {
-  if (threadIdx.x == 0) {
-    const u64 t0 = global_ns();
-    while (ld_relaxed_gpu(bar) < gridDim.x) {
-      __nanosleep(CH_SLEEP_NS);
-      if (global_ns() - t0 > CH_SPIN_NS) __trap();
-    }
-    fence_acquire_gpu();
-  }
-  __syncthreads();
-}
-
-__device__ __forceinline__ void chain_arrive(u32* bar) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(bar, 1u);
-  }
-}
-
-template <int NORM, int MODE>
-__device__ __forceinline__ void chain_phase(const GemvP& p, int units, int j, const u32* bar) {
-  ChainUnit cu{(int)blockIdx.x, j == 0 ? 1 : 2, bar + j, (int)blockIdx.x, min((int)gridDim.x, units)};
-  if (cu.blk >= units) {
-    if (j == 0) PDL_WAIT();  // every block waits for the previous kernel before it exits
-    return;
-  }
-  gemvf<1, NORM, MODE, 0, 1>(p, cu);
-  cu.wait = 0;
-  cu.hw = -1;
-  for (cu.blk += gridDim.x; cu.blk < units; cu.blk += gridDim.x) gemvf<1, NORM, MODE, 0, 1>(p, cu);
-}
-
-extern "C" __global__ void __launch_bounds__(GEMV_THREADS, CH_MINB) gemvf_chain(const ChainP c) {
-#pragma unroll
-  for (int j = 0; j < CH_MAX; j++) {
-    if (j >= c.n) break;
-    switch (c.mode[j]) {
-      case GF_MULTI: chain_phase<0, GF_MULTI>(c.ph[j], c.units[j], j, c.bar); break;
-      case GF_MULTI | 4: chain_phase<1, GF_MULTI>(c.ph[j], c.units[j], j, c.bar); break;
-      case GF_SWIGLU: chain_phase<0, GF_SWIGLU>(c.ph[j], c.units[j], j, c.bar); break;
-      case GF_SWIGLU | 4: chain_phase<1, GF_SWIGLU>(c.ph[j], c.units[j], j, c.bar); break;
-      case GF_RESID: chain_phase<0, GF_RESID>(c.ph[j], c.units[j], j, c.bar); break;
-      case GF_RESID | 4: chain_phase<1, GF_RESID>(c.ph[j], c.units[j], j, c.bar); break;
-    }
-    if (j + 1 < c.n) chain_arrive(c.bar + j + 1);
-  }
-  __syncthreads();
-  if (threadIdx.x == 0 && atomicAdd(c.bar, 1u) == gridDim.x - 1) {
-    for (int j = 1; j < CH_MAX; j++) c.bar[j] = 0;
-    __threadfence();
-    c.bar[0] = 0;
-  }
-}

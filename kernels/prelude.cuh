@@ -154,25 +154,6 @@ __device__ __forceinline__ float warp_max(float v) {
 // CPU emulation of the tests can supply its own).
 #define EXTERN_SMEM(T, name) extern __shared__ __align__(16) T name[]
 
-// Grid-wide barriers of the persistent kernels (gemvf_chain): a relaxed
-// load at GPU scope to poll the counter (from L2, leaving L1 alone), an
-// acquire fence once it has opened (it drops the SM's stale L1 lines, so
-// that plain loads after it see other blocks' writes), and the global
-// nanosecond timer that bounds a spin. Polling with acquire loads instead
-// would empty the L1 of every block on the SM at each poll (run 16: the
-// chain 6% slower than separate kernels).
-__device__ __forceinline__ u32 ld_relaxed_gpu(const u32* p) {
-  u32 v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void fence_acquire_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
-__device__ __forceinline__ u64 global_ns() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // Asynchronous global → shared copies (sm_80+).
 // Asks L2 for the 128-byte line holding p (a hint: no result depends on it).
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }

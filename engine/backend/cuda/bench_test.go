@@ -419,31 +419,12 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}
 	b.flush()
 	b.fz.prep = fz.prep
-	// The chained products (gemvf_chain, INFERNIX_CUDA_CHAIN=1) against
-	// the kernels one by one, in the order off, on, on, off, so that the
-	// drift within a process (later figures read 1–2% higher, run 14)
-	// favours neither; then the chain with one block per SM fewer than its
-	// registers allow. Run 16 measured the decode attention's transposed
-	// products (INFERNIX_CUDA_DECODE_ATTN=tc2) the same way: no faster.
-	if b.k.gemvfChain != nil && b.chainGrid() > 0 {
-		chain, per := b.chainOn, b.chainPerSM
-		for i, on := range []bool{false, true, true, false} {
-			b.flush()
-			b.flushChain()
-			b.chainOn = on
-			name := fmt.Sprintf("%s_%d", map[bool]string{false: "nochain", true: "chain"}[on], i/2)
-			decode("decode_1lane_ctx512_"+name, [][]int32{seqBlocks(100, 16)}, 710, 64)
-			decode("decode_1lane_ctx32k_"+name, [][]int32{seqBlocks(200, 520)}, 32910, 32)
-		}
-		b.flushChain()
-		b.chainOn = true
-		b.chainPerSM = b.chainGrid()/b.smCount - 1
-		res["chain_blocks_per_sm"] = b.chainPerSM + 1
-		decode(fmt.Sprintf("decode_1lane_ctx512_chain_per%d", b.chainPerSM), [][]int32{seqBlocks(100, 16)}, 710, 64)
-		decode(fmt.Sprintf("decode_1lane_ctx32k_chain_per%d", b.chainPerSM), [][]int32{seqBlocks(200, 520)}, 32910, 32)
-		b.flushChain()
-		b.chainOn, b.chainPerSM = chain, per
-	}
+	// Run 16 measured the decode attention's transposed products
+	// (INFERNIX_CUDA_DECODE_ATTN=tc2) against attn_decode_tc in the order
+	// tc, tc2, tc2, tc: no faster (165.5 / 164.8 against 165.6 / 166.2 at
+	// 32K), and the chained products (one persistent kernel with grid
+	// barriers, commits a6dfde6 and 20dae6d) 5% slower; neither is measured
+	// here any more.
 	b.flush()
 	fuse := b.fuse
 	b.fuse = false
@@ -489,7 +470,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	// The fused products' compile-time variants (gemvf_variant.go): decode
 	// at 512 with each, the default first again for a fair comparison.
 	func() {
-		saved, pdl, chainWas := b.gemvf, b.pdl, b.chainOn
+		saved, pdl := b.gemvf, b.pdl
 		defer func() {
 			b.pdl = pdl
 			if err := b.useGemvfVariant(saved); err != nil {
@@ -501,16 +482,6 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		if os.Getenv("INFERNIX_BENCH_GEMVF_PDL") == "1" && b.pdlOK {
 			b.flush()
 			b.pdl = true
-		}
-		// INFERNIX_BENCH_GEMVF_CHAIN=1: the variants (CH_MINB among them)
-		// with the products chained.
-		if os.Getenv("INFERNIX_BENCH_GEMVF_CHAIN") == "1" {
-			b.flushChain()
-			b.chainOn = true
-			defer func(on bool) {
-				b.flushChain()
-				b.chainOn = on
-			}(chainWas)
 		}
 		// INFERNIX_BENCH_GEMVF="GF_U=1;GF_PIPE=1" measures others; the
 		// default runs before each, so that drift shows beside every pair.

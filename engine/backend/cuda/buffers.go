@@ -55,7 +55,6 @@ const (
 	scrSample         // sample_rows' results
 	scrGemvW          // split-K GEMV counters (zero between launches) and partial sums
 	scrMoEX           // grouped MoE: the tokens' rows gathered by expert
-	scrChain          // gemvf_chain's barrier counters (zero between launches)
 	numScratch
 )
 

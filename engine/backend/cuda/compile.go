@@ -37,7 +37,6 @@ type kernelSet struct {
 	gemv3                                 [4]*kernel           // bf16, R ∈ {1, 2, 4, 8}
 	gemvf                                 [3][2][4]*kernel     // fused decode products: mode × norm × R (kernels/gemv.cu)
 	gemvfw                                [3][2][4]*kernel     // the same, split over I (INFERNIX_CUDA_GEMV_WIDE)
-	gemvfChain                            *kernel              // up to four one-token fused products in one persistent kernel
 	addRMS, addRMSBF, swiglu4BF           *kernel              // addRMSBF, swiglu4BF: also write bf16 for cuBLASLt (matmul.go shadowBF16)
 	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
 	moeRoute, moeCombine, moeCombineRows  *kernel

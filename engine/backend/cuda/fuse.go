@@ -421,9 +421,6 @@ func (b *Backend) launchGemvf(q *pending) {
 			return
 		}
 	}
-	if q.T == 1 && b.chainGemvf(&a, q.epi, norm, total) {
-		return
-	}
 	b.launch(b.k.gemvf[q.epi][norm][ri], uint32(total), 1, 1, 256, 1, uint32(b.gemvf.smem), a[:]...)
 }
 

@@ -71,7 +71,7 @@ func (v gemvfVariant) splitsK(epi int) bool {
 func parseGemvfVariant(s string) (gemvfVariant, error) {
 	v := gemvfVariant{rw: 2, ks: 1, ksr: 1}
 	bad := gemvfVariant{rw: 2, ks: 1, ksr: 1}
-	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc, chMinB, chSleep := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, -1
+	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
 		name, val, ok := strings.Cut(f, "=")
 		n, err := strconv.Atoi(val)
@@ -101,12 +101,8 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 			ts = n
 		case name == "GF_TC" && n >= 256 && n <= 4096 && n%256 == 0:
 			tc = n
-		case name == "CH_MINB" && n >= 1 && n <= 8:
-			chMinB = n
-		case name == "CH_SLEEP_NS" && n >= 0 && n <= 10000:
-			chSleep = n
 		default:
-			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096, CH_MINB 1 to 8, CH_SLEEP_NS 0 to 10000", f)
+			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096", f)
 		}
 	}
 	if tma == 1 {
@@ -154,13 +150,6 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 	if l2pf != 0 {
 		v.defs = append(v.defs, "GF_L2PF=1")
 	}
-	// The chained products' blocks per SM (gemvf_chain's register cap).
-	if chMinB != 0 && chMinB != 4 {
-		v.defs = append(v.defs, fmt.Sprintf("CH_MINB=%d", chMinB))
-	}
-	if chSleep >= 0 && chSleep != 100 {
-		v.defs = append(v.defs, fmt.Sprintf("CH_SLEEP_NS=%d", chSleep))
-	}
 	// Where the products let the next kernel launch under PDL
 	// (kernels/prelude.cuh); it overrides INFERNIX_CUDA_PDL_TRIGGER for
 	// gemv.cu.
@@ -181,7 +170,7 @@ func (v gemvfVariant) name() string {
 
 // gemvfNames maps the fused kernels' names to their slots in k.
 func gemvfNames(k *kernelSet, wide bool) map[string]**kernel {
-	m := map[string]**kernel{"gemvf_chain": &k.gemvfChain}
+	m := map[string]**kernel{}
 	for mode := 0; mode < 3; mode++ {
 		for nrm := 0; nrm < 2; nrm++ {
 			for i, r := range []int{1, 2, 4, 8} {
@@ -202,7 +191,6 @@ func gemvfNames(k *kernelSet, wide bool) map[string]**kernel {
 // the thread.
 func (b *Backend) useGemvfVariant(v gemvfVariant) error {
 	b.flush()
-	b.flushChain()
 	if err := b.load("gemv.cu", v.defs, gemvfNames(&b.k, false)); err != nil {
 		return err
 	}

@@ -325,20 +325,13 @@ func TestModelFuseModes(t *testing.T) {
 		fuseMode{name: "deepattn", fuse: b.fuse, fz: b.fz, pdl: b.pdl}, fuseMode{name: "deep3attn", fuse: b.fuse, fz: b.fz, pdl: b.pdl},
 		fuseMode{name: "wide-deep", fuse: true, fz: fuseParts{gemvf: true, norm: true, resid: true, swiglu: true, attn: true, prep: true}, pdl: b.pdl, wide: 3},
 		fuseMode{name: "kvf16", fuse: b.fuse, fz: b.fz, pdl: b.pdl}, fuseMode{name: "kvf16-deep", fuse: b.fuse, fz: b.fz, pdl: b.pdl},
-		fuseMode{name: "tc2attn", fuse: b.fuse, fz: b.fz, pdl: b.pdl}, fuseMode{name: "chain", fuse: b.fuse, fz: b.fz, pdl: b.pdl})
+		fuseMode{name: "tc2attn", fuse: b.fuse, fz: b.fz, pdl: b.pdl})
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			defer b.setFuse(m)()
 			if m.name == "oldattn" {
 				defer func(old bool) { b.attnOld = old }(b.attnOld)
 				b.attnOld = true
-			}
-			if m.name == "chain" {
-				defer func(on bool) {
-					b.flushChain()
-					b.chainOn = on
-				}(b.chainOn)
-				b.chainOn = true
 			}
 			if m.name == "tc2attn" {
 				defer func(tc2 bool) { b.attnTC2 = tc2 }(b.attnTC2)

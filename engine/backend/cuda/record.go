@@ -118,9 +118,6 @@ func (b *Backend) submit(r *rec) {
 	if b.pend.kind != pendNone && !b.pend.flushing && r.kind != recHtoD {
 		b.flush()
 	}
-	if b.chain.n > 0 && !b.chain.flushing && r.kind != recHtoD {
-		b.flushChain()
-	}
 	g := &b.g
 	switch g.mode {
 	case modeReplay:
@@ -432,8 +429,8 @@ func sameTrace(a, b []rec) bool {
 }
 
 // same compares two records as == would, reading only the argument slots
-// in use (a record holds maxArgs of them: 74, for gemvf_chain; most
-// launches take under 20). Slots past nargs are always zero.
+// in use (most launches take well under maxArgs). Slots past nargs are
+// always zero.
 func (r *rec) same(o *rec) bool {
 	return r.kind == o.kind && r.nargs == o.nargs && r.pdl == o.pdl && r.k == o.k && r.gemm == o.gemm &&
 		r.grid == o.grid && r.block == o.block && r.smem == o.smem && slices.Equal(r.args[:r.nargs], o.args[:o.nargs])

@@ -85,11 +85,6 @@ inline uint4 ld_stream(const void* p) {
 template <class T> inline T __ldg(const T* p) { return *p; }
 template <class T> inline T __ldcg(const T* p) { return *(const volatile T*)p; }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline u32 ld_relaxed_gpu(const u32* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-inline void fence_acquire_gpu() { std::atomic_thread_fence(std::memory_order_acq_rel); }
-inline void __nanosleep(unsigned) {}
-inline u64 global_ns() { return 0; }  // the emulation's spins never wait (one block)
-inline void __trap() { abort(); }
 
 template <int DT> inline void load8(const void* w, long i, float* f);
 template <> inline void load8<DT_BF16>(const void* w, long i, float* f) { unpack_bf16x8(ld_stream((const u16*)w + i), f); }
