@@ -360,6 +360,19 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_TC
 #define GF_TC 512
 #endif
+// GF_TIMING=1: every warp of the plain (not split-K) kernels records four
+// u64 at part + 4·(its index in the grid): the global timer at entry, after
+// its first weights were added (their load's latency), and at exit, and its
+// SM. Why: the one-wave products (o_proj, down, q|k|v) read at 2.3–2.8 TB/s
+// against 3.7–4.2 for the large ones, and neither more loads in flight,
+// more warps, bulk copies nor removing the boundaries between them
+// (runs 13–16) lifted them; the timeline shows how much of each kernel is
+// ramp (warps starting late, first loads), steady streaming, and tail (the
+// last warps finishing after the rest). The bench's
+// INFERNIX_BENCH_GEMV_TIMING=1 prints it per product. Changes no result.
+#ifndef GF_TIMING
+#define GF_TIMING 0
+#endif
 #define GF_MULTI 0
 #define GF_SWIGLU 1
 #define GF_RESID 2
@@ -514,6 +527,8 @@ template <int R, int NORM, int MODE, int WIDE>
 __device__ __forceinline__ void gemvf(const GemvP& p) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int T = p.T, I = p.I;
+  const u64 tm0 = GF_TIMING ? global_ns() : 0;
+  u64 tm1 = 0;
   int blk = blockIdx.x;
   // The slice [k0, k1) of I this block reads (all of it unless WIDE).
   int k0 = 0, k1 = I, s = 0, grp = 0;
@@ -654,6 +669,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
         const int i = i0 + u * 256;
         if (i < k1) gemvf_add<R, NORM, TWO>(p, wv[u][0], wv[u][1], i, acc, ss);
       }
+      if (GF_TIMING && tm1 == 0) tm1 = global_ns();
       i0 += 256 * U;
       if (i0 >= k1) break;
 #pragma unroll
@@ -752,6 +768,13 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
             make_float4(v.x * inv[r] * g.x, v.y * inv[r] * g.y, v.z * inv[r] * g.z, v.w * inv[r] * g.w);
       }
     }
+  }
+  if (GF_TIMING && lane == 0 && p.part != 0) {
+    u64* tp = (u64*)p.part + 4 * ((long)blockIdx.x * GW_WARPS + warp);
+    tp[0] = tm0;
+    tp[1] = tm1;
+    tp[2] = global_ns();
+    tp[3] = sm_id();
   }
 }
 

@@ -154,6 +154,19 @@ __device__ __forceinline__ float warp_max(float v) {
 // CPU emulation of the tests can supply its own).
 #define EXTERN_SMEM(T, name) extern __shared__ __align__(16) T name[]
 
+// The global nanosecond timer and the SM a warp runs on (GF_TIMING's
+// per-warp timeline of the decode products).
+__device__ __forceinline__ u64 global_ns() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ u32 sm_id() {
+  u32 s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
+
 // Asynchronous global → shared copies (sm_80+).
 // Asks L2 for the 128-byte line holding p (a hint: no result depends on it).
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }

@@ -72,32 +72,33 @@ type Backend struct {
 	moes     map[*backend.MoE]*moeTables
 	f32w     map[driver.DevPtr]driver.DevPtr // f32 copies of small 16-bit weights (norm scales)
 
-	pend        pending
-	fuse        bool         // operator fusion (fuse.go)
-	fz          fuseParts    // which fusions, when fuse is on
-	pdl         bool         // programmatic dependent launch for kernels that allow it
-	pdlOK       bool         // the device and driver could do PDL
-	pdlRefused  bool         // the driver refused a PDL launch: plain launches only
-	globalDefs  []string     // -D defines for every module (PDL_TRIGGER)
-	attnOld     bool         // decode attention through attn_split + attn_combine
-	attnTC      bool         // decode attention through attn_decode_tc (unless INFERNIX_CUDA_DECODE_ATTN=simt or old)
-	prefillRows int          // rows of a tensor-core prefill tile: 64, or 128 (INFERNIX_CUDA_PREFILL_ROWS)
-	attnBlocks  int          // blocks one decode-attention launch aims at (0: 2 per SM)
-	gemvWide    int          // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
-	gemvf       gemvfVariant // the fused products' compile-time tunables (gemvf_variant.go)
-	attnDeep    int          // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
-	attnTC2     bool         // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
-	attnStages  int          // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
-	kvDT        kvDType      // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
-	launches    int          // kernel launches recorded (tests: did fusion happen)
-	writes      uint64       // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
-	xbf         bf16Reuse    // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
-	noShadow    bool         // INFERNIX_CUDA_SHADOW=0: norms and SwiGLU write no bf16 copy (matmul.go shadowBF16)
-	gemmAlgo    int          // INFERNIX_CUDA_GEMM_ALGO: cuBLASLt's k-th choice for decode batches (gemmAlgoFor)
-	gemvMax     int
-	copyRetries int // host-to-device copies that needed a retry (diagnostics)
-	attnMode    string
-	prefillMin  int // smallest batch for the tensor-core prefill attention (0: default)
+	pend          pending
+	fuse          bool          // operator fusion (fuse.go)
+	fz            fuseParts     // which fusions, when fuse is on
+	pdl           bool          // programmatic dependent launch for kernels that allow it
+	pdlOK         bool          // the device and driver could do PDL
+	pdlRefused    bool          // the driver refused a PDL launch: plain launches only
+	globalDefs    []string      // -D defines for every module (PDL_TRIGGER)
+	attnOld       bool          // decode attention through attn_split + attn_combine
+	attnTC        bool          // decode attention through attn_decode_tc (unless INFERNIX_CUDA_DECODE_ATTN=simt or old)
+	prefillRows   int           // rows of a tensor-core prefill tile: 64, or 128 (INFERNIX_CUDA_PREFILL_ROWS)
+	attnBlocks    int           // blocks one decode-attention launch aims at (0: 2 per SM)
+	gemvWide      int           // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
+	gemvf         gemvfVariant  // the fused products' compile-time tunables (gemvf_variant.go)
+	gemvfTimeline driver.DevPtr // GF_TIMING: where the fused products' warps record their timeline (0: nowhere)
+	attnDeep      int           // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
+	attnTC2       bool          // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
+	attnStages    int           // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
+	kvDT          kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
+	launches      int           // kernel launches recorded (tests: did fusion happen)
+	writes        uint64        // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
+	xbf           bf16Reuse     // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
+	noShadow      bool          // INFERNIX_CUDA_SHADOW=0: norms and SwiGLU write no bf16 copy (matmul.go shadowBF16)
+	gemmAlgo      int           // INFERNIX_CUDA_GEMM_ALGO: cuBLASLt's k-th choice for decode batches (gemmAlgoFor)
+	gemvMax       int
+	copyRetries   int // host-to-device copies that needed a retry (diagnostics)
+	attnMode      string
+	prefillMin    int // smallest batch for the tensor-core prefill attention (0: default)
 
 	moeGrouped     bool    // MoE prefill through per-expert GEMMs (moe_grouped.go; INFERNIX_CUDA_MOE_GROUPED=0 turns it off)
 	moeHost        pinned  // the grouped path's copy of the chosen experts

@@ -134,6 +134,12 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		b.free(dst)
 	}
 	bw, _ := res["copy_bandwidth_gb_s"].(float64)
+	// INFERNIX_BENCH_GEMV_TIMING=1: each decode product's per-warp timeline
+	// alone (gemv_timing_test.go), then nothing else.
+	if os.Getenv("INFERNIX_BENCH_GEMV_TIMING") == "1" {
+		benchGemvTiming(b, cfg, res)
+		return res
+	}
 
 	// Upload from pageable host memory (what loading a checkpoint from
 	// the page cache does, minus reading the file).

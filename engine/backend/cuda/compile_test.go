@@ -62,7 +62,7 @@ func TestKernelsCompile(t *testing.T) {
 					job{m, []string{"HD=128", "G=2", kvF16.define(), "PF_ROWS=128"}})
 			}
 		case "gemv.cu":
-			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}}, job{m, []string{"GF_L2PF=1"}})
+			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}}, job{m, []string{"GF_L2PF=1"}}, job{m, []string{"GF_TIMING=1"}})
 			// The fused products' variants (gemvf_variant.go) the bench measures.
 			for _, spec := range benchGemvfVariants {
 				v, err := parseGemvfVariant(spec)

@@ -421,6 +421,14 @@ func (b *Backend) launchGemvf(q *pending) {
 			return
 		}
 	}
+	if b.gemvf.timing {
+		// GF_TIMING: the kernels read part (the timeline, or 0) and S.
+		var at [17]uint64
+		copy(at[:], a[:])
+		at[15] = ptr(b.gemvfTimeline)
+		b.launch(b.k.gemvf[q.epi][norm][ri], uint32(total), 1, 1, 256, 1, uint32(b.gemvf.smem), at[:]...)
+		return
+	}
 	b.launch(b.k.gemvf[q.epi][norm][ri], uint32(total), 1, 1, 256, 1, uint32(b.gemvf.smem), a[:]...)
 }
 

@@ -46,6 +46,9 @@ type gemvfVariant struct {
 	ks   int      // warps per output group of the q|k|v-style products (GF_KS)
 	ksr  int      // and of the residual ones (GF_KSR)
 	smem int      // GF_TMA: the dynamic shared memory of a block (its weight stages), else 0
+	// GF_TIMING=1: the plain kernels read GemvP.part (where each warp's
+	// timeline goes, or 0), so every launch passes all of GemvP.
+	timing bool
 }
 
 // rowsPerBlock is how many outputs a block of the fused kernel for epi
@@ -101,8 +104,10 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 			ts = n
 		case name == "GF_TC" && n >= 256 && n <= 4096 && n%256 == 0:
 			tc = n
+		case name == "GF_TIMING" && (n == 0 || n == 1):
+			v.timing = n == 1
 		default:
-			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096", f)
+			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096, GF_TIMING 0 or 1", f)
 		}
 	}
 	if tma == 1 {
@@ -149,6 +154,9 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 	}
 	if l2pf != 0 {
 		v.defs = append(v.defs, "GF_L2PF=1")
+	}
+	if v.timing {
+		v.defs = append(v.defs, "GF_TIMING=1")
 	}
 	// Where the products let the next kernel launch under PDL
 	// (kernels/prelude.cuh); it overrides INFERNIX_CUDA_PDL_TRIGGER for

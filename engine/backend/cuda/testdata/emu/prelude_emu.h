@@ -85,6 +85,8 @@ inline uint4 ld_stream(const void* p) {
 template <class T> inline T __ldg(const T* p) { return *p; }
 template <class T> inline T __ldcg(const T* p) { return *(const volatile T*)p; }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline u64 global_ns() { return 1; }
+inline u32 sm_id() { return 0; }
 
 template <int DT> inline void load8(const void* w, long i, float* f);
 template <> inline void load8<DT_BF16>(const void* w, long i, float* f) { unpack_bf16x8(ld_stream((const u16*)w + i), f); }
