@@ -102,14 +102,20 @@ func benchGemvTiming(b *Backend, cfg *model.Config, res map[string]any) {
 			b.free(p)
 		}
 	}()
-	var seed uint32
+	ws := &gpuRandomWeights{b: b}
+	var weights []backend.Tensor
+	defer func() {
+		for _, w := range weights {
+			b.Free(w)
+		}
+	}()
 	weight := func(rows, cols int) *Tensor {
-		t := &Tensor{rows: rows, cols: cols, dt: backend.BF16}
-		t.ptr = alloc(t.bytes(), "timing weight")
-		seed++
-		n := rows * cols
-		b.launch(b.k.fill[kvBF16], gridFor(n), 1, 1, 256, 1, 0, ptr(t.ptr), uint64(n), uint64(seed*2654435761), f32(0.02*1.7320508))
-		return t
+		w, err := ws.Tensor("timing weight", rows, cols)
+		if err != nil {
+			panic(err)
+		}
+		weights = append(weights, w)
+		return w.(*Tensor)
 	}
 	f32buf := func(n int, bits uint32) driver.DevPtr {
 		p := alloc(uint64(4*n), "timing activations")
