@@ -397,6 +397,9 @@ struct GemvP {
   // partial sums) and then GF_SLOT(R) floats per block.
   float* part;
   int S;
+  // Plain kernels: how many blocks the product has when more than the grid
+  // (gemvf), else 0.
+  int nvb;
 };
 #define GF_SLOT(R) (GW_BLOCK_ROWS * (R) + (R))
 #define GF_CNT_MAX 32768
@@ -523,13 +526,15 @@ __device__ __forceinline__ void gemvf_add(const GemvP& p, uint4 w0, uint4 w1, in
   }
 }
 
+// One (virtual) block vb of the fused product; first: the first vb this
+// block computes (gemvf).
 template <int R, int NORM, int MODE, int WIDE>
-__device__ __forceinline__ void gemvf(const GemvP& p) {
+__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int T = p.T, I = p.I;
   const u64 tm0 = GF_TIMING ? global_ns() : 0;
   u64 tm1 = 0;
-  int blk = blockIdx.x;
+  int blk = vb;
   // The slice [k0, k1) of I this block reads (all of it unless WIDE).
   int k0 = 0, k1 = I, s = 0, grp = 0;
   if (WIDE) {
@@ -608,6 +613,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
       __syncwarp();
       if (lane < 16) tma_load_1d(smem_addr(gsm + ((c % GF_TS) * 16 + lane) * GF_TC), myrow + kc, n * 2, bar);
     };
+    if (!first) __syncthreads();  // no warp still waits on the last vb's barriers
     if (threadIdx.x == 0) {
       for (int st = 0; st < GF_TS; st++) mbar_init(smem_addr(&bars[st]), 1);
       mbar_fence_init();
@@ -720,6 +726,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
       acc[r][0] = a0 * inv[r];
       acc[r][1] = a1 * inv[r];
     }
+    __syncthreads();  // red is read: the block's next vb may write it
   } else {
 #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -754,7 +761,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
       }
     }
   }
-  if (NORM && p.h != 0) {
+  if (NORM && p.h != 0 && first) {
     // Every warp holds the same 1/rms (same lanes, same order of
     // operations); the first warps of the grid write h as rmsnorm_block would.
     const int gw = blockIdx.x * GW_WARPS + warp, nwarp = gridDim.x * GW_WARPS;
@@ -770,12 +777,32 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
     }
   }
   if (GF_TIMING && lane == 0 && p.part != 0) {
-    u64* tp = (u64*)p.part + 4 * ((long)blockIdx.x * GW_WARPS + warp);
+    u64* tp = (u64*)p.part + 4 * ((long)vb * GW_WARPS + warp);
     tp[0] = tm0;
     tp[1] = tm1;
     tp[2] = global_ns();
     tp[3] = sm_id();
   }
+}
+
+// GemvP.nvb > gridDim.x (the plain kernels; INFERNIX_CUDA_GEMV_WAVE): the
+// grid is one wave of resident blocks, each computing blocks blockIdx.x,
+// blockIdx.x + gridDim.x, … of the nvb the product has. Why: gate|up
+// (1,536 blocks, 8 resident per SM: 1.45 waves) read at 3.6 TB/s against
+// 4.2–4.4 for the products of one wave once their first loads are in
+// (run 17 call a, GF_TIMING): its blocks ended from 21 to 56 µs, the
+// second wave's starting as the first's finished, and the memory idled
+// through the last ones. With as many rows per warp in every block the
+// warps end together. Each output is computed as in one block: results
+// are bit-identical.
+template <int R, int NORM, int MODE, int WIDE>
+__device__ __forceinline__ void gemvf(const GemvP& p) {
+  if (WIDE) {
+    gemvf_vb<R, NORM, MODE, 1>(p, blockIdx.x, true);
+    return;
+  }
+  const int nvb = max(p.nvb, (int)gridDim.x);
+  for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x) gemvf_vb<R, NORM, MODE, 0>(p, vb, vb == (int)blockIdx.x);
 }
 
 // The wide kernels without the norm prologue (o_proj, down) are held to 64

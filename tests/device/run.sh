@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench gemvtime defvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench gemvtime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -114,6 +114,23 @@ case " $groups " in
     mkdir -p "$out/defvar$i"
     echo "${specs[$i]}" > "$out/defvar$i/defines.txt"
     group defvars 150 env INFERNIX_CUDA_DEFINES="${specs[$i]}" INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/defvar$i" "$T" -test.v -test.run 'TestBench' -test.timeout 140s
+  done
+  ;;
+esac
+# envvars (not in the default groups): the same with environment settings
+# instead of defines, a process per entry of BENCH_ENVS
+# ("INFERNIX_CUDA_GEMV_WAVE=1;;INFERNIX_CUDA_GEMVF=GF_KS=2": ';' between
+# processes, spaces between variables; an empty entry is the defaults);
+# defaults first and last again. JSON and the settings under $out/envvarN/.
+case " $groups " in
+*" envvars "*)
+  IFS=';' read -r -a specs <<< "${BENCH_ENVS:-}"
+  specs=("" "${specs[@]}" "")
+  for i in "${!specs[@]}"; do
+    mkdir -p "$out/envvar$i"
+    echo "${specs[$i]}" > "$out/envvar$i/env.txt"
+    # shellcheck disable=SC2086 # the entry's variables split on spaces
+    group envvars 150 env ${specs[$i]} INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/envvar$i" "$T" -test.v -test.run 'TestBench' -test.timeout 140s
   done
   ;;
 esac

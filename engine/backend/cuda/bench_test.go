@@ -445,6 +445,22 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	// tok/s at 32K). Runs 12–13 measured 2 and 4 slices, the deep SIMT
 	// attention and cuBLASLt's next heuristic choices for 16 lanes
 	// (INFERNIX_CUDA_GEMM_ALGO): none was faster.
+	// The products of more than one wave (gate|up, the LM head) looped
+	// over one (INFERNIX_CUDA_GEMV_WAVE), in the order set, other, set,
+	// other, so that drift within the process shows.
+	wave := b.gemvWave
+	for i, on := range []bool{wave, !wave, wave, !wave} {
+		b.flush()
+		b.gemvWave = on
+		name := map[bool]string{true: "wave", false: "nowave"}[on]
+		if i >= 2 {
+			name += "_2"
+		}
+		decode("decode_1lane_ctx512_"+name, [][]int32{seqBlocks(100, 16)}, 620, 64)
+		decode("decode_1lane_ctx32k_"+name, [][]int32{seqBlocks(200, 520)}, 32820, 32)
+	}
+	b.flush()
+	b.gemvWave = wave
 	wide := b.gemvWide
 	b.flush()
 	b.gemvWide = -1

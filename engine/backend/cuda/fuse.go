@@ -416,20 +416,44 @@ func (b *Backend) launchGemvf(q *pending) {
 			}
 			var aw [17]uint64
 			copy(aw[:], a[:])
-			aw[15], aw[16] = ptr(p), i32(S)
+			aw[15], aw[16] = ptr(p), pair(i32(S), 0)
 			b.launch(kw, uint32(total*S), 1, 1, 256, 1, 0, aw[:]...)
 			return
 		}
 	}
-	if b.gemvf.timing {
-		// GF_TIMING: the kernels read part (the timeline, or 0) and S.
-		var at [17]uint64
-		copy(at[:], a[:])
-		at[15] = ptr(b.gemvfTimeline)
-		b.launch(b.k.gemvf[q.epi][norm][ri], uint32(total), 1, 1, 256, 1, uint32(b.gemvf.smem), at[:]...)
-		return
+	// The whole of GemvP: argument slots past those given keep an earlier
+	// launch's values. part is the GF_TIMING timeline (or 0); nvb the
+	// blocks of a product looped over a smaller grid (gemvWaveGrid).
+	k := b.k.gemvf[q.epi][norm][ri]
+	grid, nvb := total, 0
+	if b.gemvWave {
+		resident := blocksPerSM(256, k.regs, b.gemvf.smem, b.smemPerSM) * b.smCount
+		if b.gemvWaveCap > 0 {
+			resident = b.gemvWaveCap
+		}
+		grid, nvb = gemvWaveGrid(total, resident)
 	}
-	b.launch(b.k.gemvf[q.epi][norm][ri], uint32(total), 1, 1, 256, 1, uint32(b.gemvf.smem), a[:]...)
+	var at [17]uint64
+	copy(at[:], a[:])
+	if b.gemvf.timing {
+		at[15] = ptr(b.gemvfTimeline)
+	}
+	at[16] = pair(0, i32(nvb))
+	b.launch(k, uint32(grid), 1, 1, 256, 1, uint32(b.gemvf.smem), at[:]...)
+}
+
+// gemvWaveGrid sizes a plain fused product of total blocks to one wave
+// when it has more than fit at once (resident, a GPU's worth): every
+// block of the grid loops over the same number of the product's blocks
+// (the last few one fewer), so that its warps end together rather than a
+// partial last wave streaming on its own (INFERNIX_CUDA_GEMV_WAVE,
+// kernels/gemv.cu gemvf). Returns the grid and GemvP.nvb (0: no loop).
+func gemvWaveGrid(total, resident int) (grid, nvb int) {
+	if resident <= 0 || total <= resident {
+		return total, 0
+	}
+	per := (total + resident - 1) / resident
+	return (total + per - 1) / per, total
 }
 
 // gemvWideConfig reads INFERNIX_CUDA_GEMV_WIDE: unset or 0, off; 1, split

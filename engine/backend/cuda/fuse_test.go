@@ -253,6 +253,26 @@ func TestGemvfVariants(t *testing.T) {
 			}
 		}
 	}
+	// The default variant with the products looped over a grid of 7 blocks
+	// (INFERNIX_CUDA_GEMV_WAVE; 7 so that even the smallest product loops,
+	// unevenly): the same bits.
+	if v, err := parseGemvfVariant(""); err != nil {
+		t.Fatal(err)
+	} else if err := b.useGemvfVariant(v); err != nil {
+		t.Fatal(err)
+	}
+	defer func(on bool, c int) { b.gemvWave, b.gemvWaveCap = on, c }(b.gemvWave, b.gemvWaveCap)
+	b.gemvWave, b.gemvWaveCap = true, 7
+	for _, T := range []int{1, 3, 8} {
+		for _, H := range []int{512, 2056} {
+			key := fmt.Sprintf("T%d_H%d", T, H)
+			r := rand.New(rand.NewPCG(seed, uint64(T*10000+H)))
+			got := fusedLayerCase(t, b, r, T, H, true)
+			if i, j, ok := firstDiff(want[key], got); !ok {
+				t.Errorf("looped over 7 blocks, %s: tensor %d element %d is %v, default %v", key, i, j, got[i][j], want[key][i][j])
+			}
+		}
+	}
 }
 
 // firstDiff finds the first element where a and b differ (ok when none).
@@ -265,4 +285,24 @@ func firstDiff(a, b [][]float32) (int, int, bool) {
 		}
 	}
 	return 0, 0, true
+}
+
+func TestGemvWaveGrid(t *testing.T) {
+	for _, c := range []struct{ total, resident, grid, nvb int }{
+		{1536, 1056, 768, 1536},  // Qwen3-8B gate|up on an H200: two blocks each
+		{9496, 1056, 1056, 9496}, // its LM head: nine each, the last eight blocks eight
+		{256, 1056, 256, 0},      // one wave already: no loop
+		{1056, 1056, 1056, 0},
+		{1057, 1056, 529, 1057},
+		{8, 7, 4, 8},
+		{100, 0, 100, 0}, // resident unknown
+	} {
+		grid, nvb := gemvWaveGrid(c.total, c.resident)
+		if grid != c.grid || nvb != c.nvb {
+			t.Errorf("gemvWaveGrid(%d, %d) = %d, %d; want %d, %d", c.total, c.resident, grid, nvb, c.grid, c.nvb)
+		}
+		if nvb > 0 && (grid > c.resident || (nvb+grid-1)/grid*grid-nvb >= grid) {
+			t.Errorf("gemvWaveGrid(%d, %d): grid %d is more than a wave or leaves a block idle", c.total, c.resident, grid)
+		}
+	}
 }

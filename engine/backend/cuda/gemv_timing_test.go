@@ -146,7 +146,18 @@ func benchGemvTiming(b *Backend, cfg *model.Config, res map[string]any) {
 		{"lm_head", epiNone, true, H, []int{V}, 0},
 	}
 	host := make([]float32, 8*maxWarps)
+	wave := b.gemvWave
+	defer func() { b.gemvWave = wave }()
+	// Each product as the backend is set, then with the other
+	// INFERNIX_CUDA_GEMV_WAVE (the products of more than one wave looped
+	// over one: gemvWaveGrid), named name+wave or name-wave.
+	runsOf := append([]product(nil), ps...)
 	for _, p := range ps {
+		p.name += map[bool]string{true: "-wave", false: "+wave"}[wave]
+		runsOf = append(runsOf, p)
+	}
+	for i, p := range runsOf {
+		b.gemvWave = wave != (i >= len(ps))
 		var bytes int64
 		for _, o := range p.O {
 			bytes += int64(o) * int64(p.I) * 2
@@ -205,7 +216,7 @@ func benchGemvTiming(b *Backend, cfg *model.Config, res map[string]any) {
 		sort.Slice(runs, func(i, j int) bool { return runs[i].EndLast < runs[j].EndLast })
 		m := runs[len(runs)/2]
 		res["gemv_timing_"+p.name] = m
-		fmt.Printf("gemv timing %-8s %7.1f MB  warps %6d  last start %5.2f  first load %5.2f  end p10 %6.2f p50 %6.2f p90 %6.2f last %6.2f µs  tail %5.2f  %.2f TB/s\n",
+		fmt.Printf("gemv timing %-13s %7.1f MB  warps %6d  last start %5.2f  first load %5.2f  end p10 %6.2f p50 %6.2f p90 %6.2f last %6.2f µs  tail %5.2f  %.2f TB/s\n",
 			p.name, float64(bytes)/1e6, m.Warps, m.LastStart, m.FirstLoad, m.End10, m.End50, m.End90, m.EndLast, m.Tail, m.TBs)
 	}
 }

@@ -2,9 +2,10 @@
 // form) under the CPU emulation (emu.h, prelude_emu.h), for
 // gemv_emu_test.go; gemv_variant_main.cpp builds it with other GF_RW, GF_U. stdin (int32 little-endian): mode, norm, R, T, I, S, n,
 // O0, O1, O2; then x [T·I] f32, nw [I] f32, the n weights [O_j·I] bf16
-// (padded to an even count), aux [T·O0] f32. stdout, for each of three runs
+// (padded to an even count), aux [T·O0] f32. stdout, for each of four runs
 // (plain; split into S slices with blocks in index order; the same with
-// blocks in a shuffled order): out_j [T·O_j] for j < n (SwiGLU: gate, up),
+// blocks in a shuffled order; plain with a third of the blocks, each
+// looping over the product's, GemvP.nvb): out_j [T·O_j] for j < n (SwiGLU: gate, up),
 // h [T·I], aux [T·O0] (SwiGLU: silu(gate)·up), sum [T·O0], then the
 // counters left in the scratch (one int per row group, must be zero).
 #include "emu.h"
@@ -53,8 +54,8 @@ int main() {
     totalWide += nbw[j], totalPlain += nbp[j];
   }
   if (mode == GF_SWIGLU) totalWide = nbw[0], totalPlain = nbp[0];
-  for (int pass = 0; pass < 3; pass++) {
-    const int wide = pass > 0;
+  for (int pass = 0; pass < 4; pass++) {
+    const int wide = pass == 1 || pass == 2;
     const int* nb = wide ? nbw : nbp;
     const int total = wide ? totalWide : totalPlain;
     std::vector<std::vector<float>> out(n);
@@ -81,7 +82,11 @@ int main() {
     p.eps = 1e-6f;
     p.part = part.data();
     p.S = S;
-    const unsigned grid = wide ? total * S : total;
+    unsigned grid = wide ? total * S : total;
+    if (pass == 3) {
+      grid = (total + 2) / 3;
+      p.nvb = total;
+    }
     const unsigned seed = pass == 2 ? 7 : 0;
     switch (R) {
       case 1: dispatch<1>(mode, norm, wide, p, grid, seed); break;
