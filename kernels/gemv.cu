@@ -322,10 +322,12 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 // the products with few outputs (q|k|v, o_proj, down: 256–384 blocks) have
 // too few warps to keep the memory busy (run 13: 2.3–2.8 TB/s against
 // 3.85 for gate|up's 1,536 blocks); KS multiplies their warps. Measured
-// (run 13): KS 2 within noise of 1, 4 and 8 slower, so warps are not what
-// those products lack; kept for other GPUs and shapes.
+// (run 13): KS 2 within noise of 1, 4 and 8 slower. Run 17 (processes
+// measured in turn, call b): KS 2 +1.5% alone and +3.8% with gate|up looped
+// over one wave (INFERNIX_CUDA_GEMV_WAVE), at 512 and 32K: the default
+// since.
 #ifndef GF_KS
-#define GF_KS 1
+#define GF_KS 2
 #endif
 #ifndef GF_KSR
 #define GF_KSR GF_KS

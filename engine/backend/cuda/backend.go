@@ -84,7 +84,7 @@ type Backend struct {
 	prefillRows   int           // rows of a tensor-core prefill tile: 64, or 128 (INFERNIX_CUDA_PREFILL_ROWS)
 	attnBlocks    int           // blocks one decode-attention launch aims at (0: 2 per SM)
 	gemvWide      int           // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
-	gemvWave      bool          // INFERNIX_CUDA_GEMV_WAVE=1: fused products of more than one wave looped over one (gemvWaveGrid)
+	gemvWave      int           // fused products of more than one wave looped over one, up to this many blocks a block (gemvWaveGrid; 0 off)
 	gemvWaveCap   int           // tests: the blocks a wave holds (0: what fits the GPU), so that small products loop too
 	gemvf         gemvfVariant  // the fused products' compile-time tunables (gemvf_variant.go)
 	gemvfTimeline driver.DevPtr // GF_TIMING: where the fused products' warps record their timeline (0: nowhere)
@@ -255,7 +255,7 @@ func New(opt Options) (*Backend, error) {
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
 	b.attnStages = envInt("INFERNIX_CUDA_ATTN_STAGES", 0)
 	b.gemvWide = gemvWideConfig(os.Getenv("INFERNIX_CUDA_GEMV_WIDE"))
-	b.gemvWave = os.Getenv("INFERNIX_CUDA_GEMV_WAVE") == "1"
+	b.gemvWave = gemvWaveConfig(os.Getenv("INFERNIX_CUDA_GEMV_WAVE"))
 	if d := envInt("INFERNIX_CUDA_ATTN_DEEP", 0); d == 1 || d == 3 {
 		b.attnDeep = d
 	}

@@ -448,11 +448,14 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	// The products of more than one wave (gate|up, the LM head) looped
 	// over one (INFERNIX_CUDA_GEMV_WAVE), in the order set, other, set,
 	// other, so that drift within the process shows.
-	wave := b.gemvWave
-	for i, on := range []bool{wave, !wave, wave, !wave} {
+	wave, noWave := b.gemvWave, 0
+	if wave == 0 {
+		noWave = 64 // the other setting, named for the usual case
+	}
+	for i, w := range []int{wave, noWave, wave, noWave} {
 		b.flush()
-		b.gemvWave = on
-		name := map[bool]string{true: "wave", false: "nowave"}[on]
+		b.gemvWave = w
+		name := map[bool]string{true: "wave", false: "nowave"}[w > 0]
 		if i >= 2 {
 			name += "_2"
 		}

@@ -426,12 +426,12 @@ func (b *Backend) launchGemvf(q *pending) {
 	// blocks of a product looped over a smaller grid (gemvWaveGrid).
 	k := b.k.gemvf[q.epi][norm][ri]
 	grid, nvb := total, 0
-	if b.gemvWave {
+	if b.gemvWave > 0 {
 		resident := blocksPerSM(256, k.regs, b.gemvf.smem, b.smemPerSM) * b.smCount
 		if b.gemvWaveCap > 0 {
 			resident = b.gemvWaveCap
 		}
-		grid, nvb = gemvWaveGrid(total, resident)
+		grid, nvb = gemvWaveGrid(total, resident, b.gemvWave)
 	}
 	var at [17]uint64
 	copy(at[:], a[:])
@@ -447,13 +447,29 @@ func (b *Backend) launchGemvf(q *pending) {
 // block of the grid loops over the same number of the product's blocks
 // (the last few one fewer), so that its warps end together rather than a
 // partial last wave streaming on its own (INFERNIX_CUDA_GEMV_WAVE,
-// kernels/gemv.cu gemvf). Returns the grid and GemvP.nvb (0: no loop).
-func gemvWaveGrid(total, resident int) (grid, nvb int) {
+// kernels/gemv.cu gemvf), unless that is more than most blocks each.
+// Returns the grid and GemvP.nvb (0: no loop).
+func gemvWaveGrid(total, resident, most int) (grid, nvb int) {
 	if resident <= 0 || total <= resident {
 		return total, 0
 	}
 	per := (total + resident - 1) / resident
+	if per > most {
+		return total, 0
+	}
 	return (total + per - 1) / per, total
+}
+
+// gemvWaveConfig reads INFERNIX_CUDA_GEMV_WAVE: the most blocks of a
+// product one block of the looped grid computes (gemvWaveGrid); 0 or
+// below, no loop. Unset: 64 (every product of Qwen3-8B on an H200: gate|up
+// loops 2, the LM head 9).
+func gemvWaveConfig(v string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 64
+	}
+	return max(n, 0)
 }
 
 // gemvWideConfig reads INFERNIX_CUDA_GEMV_WIDE: unset or 0, off; 1, split

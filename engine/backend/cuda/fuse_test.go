@@ -239,12 +239,11 @@ func TestGemvfVariants(t *testing.T) {
 		}
 		for _, T := range []int{1, 3, 8} {
 			for _, H := range []int{512, 2056} {
-				key := fmt.Sprintf("T%d_H%d", T, H)
+				// Variants with the same GF_KS add in the same order;
+				// fusedLayerCase checks every one against the CPU.
+				key := fmt.Sprintf("T%d_H%d_ks%d_%d", T, H, v.ks, v.ksr)
 				r := rand.New(rand.NewPCG(seed, uint64(T*10000+H)))
 				got := fusedLayerCase(t, b, r, T, H, true)
-				if v.ks > 1 || v.ksr > 1 {
-					continue // adds in another order: fusedLayerCase's check against the CPU is its test
-				}
 				if w, ok := want[key]; !ok {
 					want[key] = got
 				} else if i, j, ok := firstDiff(w, got); !ok {
@@ -256,16 +255,18 @@ func TestGemvfVariants(t *testing.T) {
 	// The default variant with the products looped over a grid of 7 blocks
 	// (INFERNIX_CUDA_GEMV_WAVE; 7 so that even the smallest product loops,
 	// unevenly): the same bits.
-	if v, err := parseGemvfVariant(""); err != nil {
-		t.Fatal(err)
-	} else if err := b.useGemvfVariant(v); err != nil {
+	v, err := parseGemvfVariant("")
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(on bool, c int) { b.gemvWave, b.gemvWaveCap = on, c }(b.gemvWave, b.gemvWaveCap)
-	b.gemvWave, b.gemvWaveCap = true, 7
+	if err := b.useGemvfVariant(v); err != nil {
+		t.Fatal(err)
+	}
+	defer func(w, c int) { b.gemvWave, b.gemvWaveCap = w, c }(b.gemvWave, b.gemvWaveCap)
+	b.gemvWave, b.gemvWaveCap = 64, 7
 	for _, T := range []int{1, 3, 8} {
 		for _, H := range []int{512, 2056} {
-			key := fmt.Sprintf("T%d_H%d", T, H)
+			key := fmt.Sprintf("T%d_H%d_ks%d_%d", T, H, v.ks, v.ksr)
 			r := rand.New(rand.NewPCG(seed, uint64(T*10000+H)))
 			got := fusedLayerCase(t, b, r, T, H, true)
 			if i, j, ok := firstDiff(want[key], got); !ok {
@@ -297,7 +298,10 @@ func TestGemvWaveGrid(t *testing.T) {
 		{8, 7, 4, 8},
 		{100, 0, 100, 0}, // resident unknown
 	} {
-		grid, nvb := gemvWaveGrid(c.total, c.resident)
+		if grid, nvb := gemvWaveGrid(c.total, c.resident, 8); c.total == 9496 && (grid != c.total || nvb != 0) {
+			t.Errorf("gemvWaveGrid(%d, %d, 8) = %d, %d: loops more than 8 blocks a block", c.total, c.resident, grid, nvb)
+		}
+		grid, nvb := gemvWaveGrid(c.total, c.resident, 64)
 		if grid != c.grid || nvb != c.nvb {
 			t.Errorf("gemvWaveGrid(%d, %d) = %d, %d; want %d, %d", c.total, c.resident, grid, nvb, c.grid, c.nvb)
 		}

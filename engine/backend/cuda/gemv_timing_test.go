@@ -146,18 +146,24 @@ func benchGemvTiming(b *Backend, cfg *model.Config, res map[string]any) {
 		{"lm_head", epiNone, true, H, []int{V}, 0},
 	}
 	host := make([]float32, 8*maxWarps)
-	wave := b.gemvWave
+	wave, other := b.gemvWave, 0
+	if wave == 0 {
+		other = 64
+	}
 	defer func() { b.gemvWave = wave }()
 	// Each product as the backend is set, then with the other
 	// INFERNIX_CUDA_GEMV_WAVE (the products of more than one wave looped
 	// over one: gemvWaveGrid), named name+wave or name-wave.
 	runsOf := append([]product(nil), ps...)
 	for _, p := range ps {
-		p.name += map[bool]string{true: "-wave", false: "+wave"}[wave]
+		p.name += map[bool]string{true: "-wave", false: "+wave"}[wave > 0]
 		runsOf = append(runsOf, p)
 	}
 	for i, p := range runsOf {
-		b.gemvWave = wave != (i >= len(ps))
+		b.gemvWave = wave
+		if i >= len(ps) {
+			b.gemvWave = other
+		}
 		var bytes int64
 		for _, o := range p.O {
 			bytes += int64(o) * int64(p.I) * 2

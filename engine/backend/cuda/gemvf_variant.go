@@ -37,7 +37,13 @@ import (
 // GF_TMA (the weights copied into shared memory in bulk, run 15 call b)
 // was 15–28% slower: 183, 181, 165 and 157 tok/s at 512 for 4 stages of
 // 512 elements, 2 of 512, 3 of 1,024 and 8 of 256, against 217–220.
-var benchGemvfVariants = []string{"GF_KS=2"}
+// Run 17 call b measured GF_KS=2 in processes of their own: +1.5% alone,
+// +3.8% with the looped products (INFERNIX_CUDA_GEMV_WAVE) at 512, the
+// same at 32K; GF_KS=2 became the default, and the bench measures 1.
+var benchGemvfVariants = []string{"GF_KS=1"}
+
+// gemvfDefaultKS is GF_KS's default in kernels/gemv.cu.
+const gemvfDefaultKS = 2
 
 // gemvfVariant is a parsed INFERNIX_CUDA_GEMVF.
 type gemvfVariant struct {
@@ -72,8 +78,8 @@ func (v gemvfVariant) splitsK(epi int) bool {
 // parseGemvfVariant reads "GF_RW=1 GF_U=8" (spaces or commas); the empty
 // string is the default variant.
 func parseGemvfVariant(s string) (gemvfVariant, error) {
-	v := gemvfVariant{rw: 2, ks: 1, ksr: 1}
-	bad := gemvfVariant{rw: 2, ks: 1, ksr: 1}
+	v := gemvfVariant{rw: 2, ks: gemvfDefaultKS, ksr: gemvfDefaultKS}
+	bad := v
 	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
 		name, val, ok := strings.Cut(f, "=")
@@ -127,7 +133,7 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 	} else if ts != 0 || tc != 0 {
 		return bad, fmt.Errorf("GF_TS and GF_TC need GF_TMA=1")
 	}
-	if ks > 1 {
+	if ks != 0 && ks != gemvfDefaultKS {
 		v.defs = append(v.defs, fmt.Sprintf("GF_KS=%d", ks))
 		v.ks = ks
 	}

@@ -28,7 +28,10 @@ func TestParseGemvfVariant(t *testing.T) {
 		{in: "GF_UR=4", defs: []string{"GF_UR=4"}, rw: 2, name: "ur4"},
 		{in: "GF_PIPE=1", defs: []string{"GF_PIPE=1"}, rw: 2, name: "pipe1"},
 		{in: "GF_KS=4", defs: []string{"GF_KS=4"}, rw: 2, name: "ks4"},
-		{in: "GF_KS=2 GF_KSR=4", defs: []string{"GF_KS=2", "GF_KSR=4"}, rw: 2, name: "ks2_ksr4"},
+		{in: "GF_KS=2 GF_KSR=4", defs: []string{"GF_KSR=4"}, rw: 2, name: "ksr4"},
+		{in: "GF_KS=2", rw: 2, name: "default"},
+		{in: "GF_KS=1", defs: []string{"GF_KS=1"}, rw: 2, name: "ks1"},
+		{in: "GF_KS=1 GF_KSR=2", defs: []string{"GF_KS=1", "GF_KSR=2"}, rw: 2, name: "ks1_ksr2"},
 		{in: "GF_KS=4 GF_KSR=4", defs: []string{"GF_KS=4"}, rw: 2, name: "ks4"},
 		{in: "PDL_TRIGGER=1", defs: []string{"PDL_TRIGGER=1"}, rw: 2, name: "pdl_trigger1"},
 		{in: "GF_U=4 PDL_TRIGGER=0", defs: []string{"GF_U=4", "PDL_TRIGGER=0"}, rw: 2, name: "u4_pdl_trigger0"},
@@ -68,10 +71,13 @@ func TestGemvfRowsPerBlock(t *testing.T) {
 		multi, swiglu, resid int
 		splitM, splitR       bool
 	}{
-		{"", 16, 8, 16, false, false},
-		{"GF_RW=1", 8, 8, 8, false, false},
+		{"", 8, 8, 8, true, true},
+		{"GF_KS=1", 16, 8, 16, false, false},
+		{"GF_RW=1", 4, 8, 4, true, true},
+		{"GF_RW=1 GF_KS=1", 8, 8, 8, false, false},
 		{"GF_KS=4", 4, 8, 4, true, true},
-		{"GF_KSR=4", 16, 8, 4, false, true},
+		{"GF_KSR=4", 8, 8, 4, true, true},
+		{"GF_KS=1 GF_KSR=4", 16, 8, 4, false, true},
 		{"GF_KS=2 GF_KSR=8", 8, 8, 2, true, true},
 		{"GF_KS=8 GF_RW=1", 1, 8, 1, true, true},
 	} {
