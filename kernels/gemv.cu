@@ -332,6 +332,20 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_KSR
 #define GF_KSR GF_KS
 #endif
+// GF_KSS: the same for gate|up (SwiGLU), default 1: run 17 call c put
+// gate|up at 3.9 TB/s beside the 4.1 of down, which GF_KS doubled the
+// warps of.
+#ifndef GF_KSS
+#define GF_KSS 1
+#endif
+// GF_MINB: the plain kernels' minimum resident blocks per SM
+// (__launch_bounds__), so that the compiler holds their registers to
+// 64K / (256 · GF_MINB) (NVRTC 11.8 gives 64 to q|k|v and the LM head, 48
+// to gate|up: 4 and 5 blocks a SM, so the looped grids hold 2,048–2,560
+// warps' loads in flight).
+#ifndef GF_MINB
+#define GF_MINB 1
+#endif
 // GF_L2PF=1: before PDL_WAIT each warp also asks L2 for the rest of its
 // weight rows (prefetch.global.L2, a line per lane at a time), so that
 // DRAM keeps streaming this product's weights while the previous kernel
@@ -564,7 +578,7 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
   constexpr int RW = MODE == GF_SWIGLU ? 1 : (WIDE ? 2 : GF_RW);
   constexpr bool TWO = MODE == GF_SWIGLU || RW == 2;  // two weight rows per warp
   // Warps per output group (GF_KS): warp = group·KS + slice.
-  constexpr int KS = (WIDE || MODE == GF_SWIGLU) ? 1 : (MODE == GF_RESID ? GF_KSR : GF_KS);
+  constexpr int KS = WIDE ? 1 : MODE == GF_SWIGLU ? GF_KSS : (MODE == GF_RESID ? GF_KSR : GF_KS);
   const int kslice = warp % KS;
   const int o0 = (blk * (GW_WARPS / KS) + warp / KS) * RW;
   if (KS > 1) {
@@ -813,7 +827,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
 // The host sizes the split from the register count it reads back.
 #define GFW_MINB(N, R) ((N) == 0 && (R) <= 2 ? 4 : 1)
 #define GEMVF(M, N, R)                                                                                           \
-  extern "C" __global__ void __launch_bounds__(GEMV_THREADS) gemvf_m##M##_n##N##_r##R(const GemvP p) {           \
+  extern "C" __global__ void __launch_bounds__(GEMV_THREADS, GF_MINB) gemvf_m##M##_n##N##_r##R(const GemvP p) {  \
     gemvf<R, N, M, 0>(p);                                                                                        \
   }                                                                                                              \
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS, GFW_MINB(N, R)) gemvfw_m##M##_n##N##_r##R(const GemvP p) { \

@@ -64,7 +64,13 @@ func TestKernelsCompile(t *testing.T) {
 		case "gemv.cu":
 			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}}, job{m, []string{"GF_L2PF=1"}}, job{m, []string{"GF_TIMING=1"}})
 			// The fused products' variants (gemvf_variant.go) the bench measures.
-			for _, spec := range benchGemvfVariants {
+			// INFERNIX_COMPILE_GEMVF="GF_MINB=6;GF_KSS=2": others too
+			// (with INFERNIX_PTXAS_VERBOSE, their registers and spills).
+			specs := benchGemvfVariants
+			if e := os.Getenv("INFERNIX_COMPILE_GEMVF"); e != "" {
+				specs = append(specs[:len(specs):len(specs)], strings.Split(e, ";")...)
+			}
+			for _, spec := range specs {
 				v, err := parseGemvfVariant(spec)
 				if err != nil {
 					t.Fatal(err)

@@ -128,8 +128,6 @@ func benchGemvTiming(b *Backend, cfg *model.Config, res map[string]any) {
 	nw := f32buf(max(H, F), 0x3f800000)
 	outs := [3]driver.DevPtr{f32buf(maxO, 0), f32buf(maxO, 0), f32buf(maxO, 0)}
 	aux, sum := f32buf(maxO, 0), f32buf(maxO, 0)
-	const maxWarps = 1 << 17
-	tl := &Tensor{ptr: alloc(32*maxWarps, "timeline"), rows: 1, cols: 8 * maxWarps, dt: backend.F32}
 	type product struct {
 		name    string
 		epi     int
@@ -145,6 +143,20 @@ func benchGemvTiming(b *Backend, cfg *model.Config, res map[string]any) {
 		{"down", epiResid, false, F, []int{H}, 0},
 		{"lm_head", epiNone, true, H, []int{V}, 0},
 	}
+	// Every warp of the largest product records 32 bytes (the kernels know
+	// no bound: the buffer must hold them all).
+	maxWarps := 0
+	for _, p := range ps {
+		blocks := 0
+		for _, o := range p.O {
+			blocks += (o + b.gemvf.rowsPerBlock(p.epi) - 1) / b.gemvf.rowsPerBlock(p.epi)
+			if p.epi == epiSwiGLU {
+				break // both rows of an output in one warp
+			}
+		}
+		maxWarps = max(maxWarps, blocks*gemvfWarps)
+	}
+	tl := &Tensor{ptr: alloc(uint64(32*maxWarps), "timeline"), rows: 1, cols: 8 * maxWarps, dt: backend.F32}
 	host := make([]float32, 8*maxWarps)
 	wave, other := b.gemvWave, 0
 	if wave == 0 {

@@ -40,7 +40,7 @@ import (
 // Run 17 call b measured GF_KS=2 in processes of their own: +1.5% alone,
 // +3.8% with the looped products (INFERNIX_CUDA_GEMV_WAVE) at 512, the
 // same at 32K; GF_KS=2 became the default, and the bench measures 1.
-var benchGemvfVariants = []string{"GF_KS=1"}
+var benchGemvfVariants = []string{"GF_KS=1", "GF_KSS=2"}
 
 // gemvfDefaultKS is GF_KS's default in kernels/gemv.cu.
 const gemvfDefaultKS = 2
@@ -51,6 +51,7 @@ type gemvfVariant struct {
 	rw   int      // outputs per warp of the non-SwiGLU products
 	ks   int      // warps per output group of the q|k|v-style products (GF_KS)
 	ksr  int      // and of the residual ones (GF_KSR)
+	kss  int      // and of gate|up (GF_KSS)
 	smem int      // GF_TMA: the dynamic shared memory of a block (its weight stages), else 0
 	// GF_TIMING=1: the plain kernels read GemvP.part (where each warp's
 	// timeline goes, or 0), so every launch passes all of GemvP.
@@ -62,7 +63,7 @@ type gemvfVariant struct {
 func (v gemvfVariant) rowsPerBlock(epi int) int {
 	switch epi {
 	case epiSwiGLU:
-		return gemvfWarps // one output (two weight rows) per warp
+		return gemvfWarps / v.kss // one output (two weight rows) per warp, or GF_KSS warps
 	case epiResid:
 		return gemvfWarps * v.rw / v.ksr
 	}
@@ -72,15 +73,15 @@ func (v gemvfVariant) rowsPerBlock(epi int) int {
 // splitsK says whether epi's products split I between warps (GF_KS), which
 // the split-K kernels (gemvfw_*) do not combine with.
 func (v gemvfVariant) splitsK(epi int) bool {
-	return epi == epiResid && v.ksr > 1 || epi == epiNone && v.ks > 1
+	return epi == epiResid && v.ksr > 1 || epi == epiNone && v.ks > 1 || epi == epiSwiGLU && v.kss > 1
 }
 
 // parseGemvfVariant reads "GF_RW=1 GF_U=8" (spaces or commas); the empty
 // string is the default variant.
 func parseGemvfVariant(s string) (gemvfVariant, error) {
-	v := gemvfVariant{rw: 2, ks: gemvfDefaultKS, ksr: gemvfDefaultKS}
+	v := gemvfVariant{rw: 2, ks: gemvfDefaultKS, ksr: gemvfDefaultKS, kss: 1}
 	bad := v
-	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0
+	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc, minb := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
 		name, val, ok := strings.Cut(f, "=")
 		n, err := strconv.Atoi(val)
@@ -100,6 +101,10 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 			ks = n
 		case name == "GF_KSR" && (n == 1 || n == 2 || n == 4 || n == 8):
 			ksr = n
+		case name == "GF_KSS" && (n == 1 || n == 2 || n == 4 || n == 8):
+			v.kss = n
+		case name == "GF_MINB" && n >= 1 && n <= 8:
+			minb = n
 		case name == "PDL_TRIGGER" && n >= 0 && n <= 2:
 			trig = n
 		case name == "GF_L2PF" && (n == 0 || n == 1):
@@ -113,7 +118,7 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 		case name == "GF_TIMING" && (n == 0 || n == 1):
 			v.timing = n == 1
 		default:
-			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS and GF_KSR 1, 2, 4 or 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096, GF_TIMING 0 or 1", f)
+			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS, GF_KSR and GF_KSS 1, 2, 4 or 8, GF_MINB 1 to 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096, GF_TIMING 0 or 1", f)
 		}
 	}
 	if tma == 1 {
@@ -141,6 +146,12 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 	if ksr != 0 && ksr != v.ks {
 		v.defs = append(v.defs, fmt.Sprintf("GF_KSR=%d", ksr))
 		v.ksr = ksr
+	}
+	if v.kss != 1 {
+		v.defs = append(v.defs, fmt.Sprintf("GF_KSS=%d", v.kss))
+	}
+	if minb != 1 {
+		v.defs = append(v.defs, fmt.Sprintf("GF_MINB=%d", minb))
 	}
 	if pipe != 0 {
 		v.defs = append(v.defs, "GF_PIPE=1")

@@ -32,6 +32,9 @@ func TestParseGemvfVariant(t *testing.T) {
 		{in: "GF_KS=2", rw: 2, name: "default"},
 		{in: "GF_KS=1", defs: []string{"GF_KS=1"}, rw: 2, name: "ks1"},
 		{in: "GF_KS=1 GF_KSR=2", defs: []string{"GF_KS=1", "GF_KSR=2"}, rw: 2, name: "ks1_ksr2"},
+		{in: "GF_KSS=2 GF_MINB=6", defs: []string{"GF_KSS=2", "GF_MINB=6"}, rw: 2, name: "kss2_minb6"},
+		{in: "GF_KSS=1 GF_MINB=1", rw: 2, name: "default"},
+		{in: "GF_MINB=9", rw: 2, bad: true},
 		{in: "GF_KS=4 GF_KSR=4", defs: []string{"GF_KS=4"}, rw: 2, name: "ks4"},
 		{in: "PDL_TRIGGER=1", defs: []string{"PDL_TRIGGER=1"}, rw: 2, name: "pdl_trigger1"},
 		{in: "GF_U=4 PDL_TRIGGER=0", defs: []string{"GF_U=4", "PDL_TRIGGER=0"}, rw: 2, name: "u4_pdl_trigger0"},
@@ -78,6 +81,7 @@ func TestGemvfRowsPerBlock(t *testing.T) {
 		{"GF_KS=4", 4, 8, 4, true, true},
 		{"GF_KSR=4", 8, 8, 4, true, true},
 		{"GF_KS=1 GF_KSR=4", 16, 8, 4, false, true},
+		{"GF_KSS=2", 8, 4, 8, true, true},
 		{"GF_KS=2 GF_KSR=8", 8, 8, 2, true, true},
 		{"GF_KS=8 GF_RW=1", 1, 8, 1, true, true},
 	} {
@@ -88,7 +92,7 @@ func TestGemvfRowsPerBlock(t *testing.T) {
 		if m, s, r := v.rowsPerBlock(epiNone), v.rowsPerBlock(epiSwiGLU), v.rowsPerBlock(epiResid); m != c.multi || s != c.swiglu || r != c.resid {
 			t.Errorf("%q: rows per block %d/%d/%d, want %d/%d/%d", c.spec, m, s, r, c.multi, c.swiglu, c.resid)
 		}
-		if v.splitsK(epiNone) != c.splitM || v.splitsK(epiResid) != c.splitR || v.splitsK(epiSwiGLU) {
+		if v.splitsK(epiNone) != c.splitM || v.splitsK(epiResid) != c.splitR || v.splitsK(epiSwiGLU) != (c.swiglu < 8) {
 			t.Errorf("%q: splitsK %v/%v/%v", c.spec, v.splitsK(epiNone), v.splitsK(epiSwiGLU), v.splitsK(epiResid))
 		}
 	}

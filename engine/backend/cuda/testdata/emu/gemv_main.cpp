@@ -49,7 +49,7 @@ int main() {
   int nbw[3] = {0, 0, 0}, nbp[3] = {0, 0, 0}, totalWide = 0, totalPlain = 0;
   for (int j = 0; j < n; j++) {
     const int ks = mode == GF_RESID ? GF_KSR : GF_KS;
-    const int rw = mode == GF_SWIGLU ? GW_WARPS : GW_BLOCK_ROWS, rp = mode == GF_SWIGLU ? GW_WARPS : GW_WARPS * GF_RW / ks;
+    const int rw = mode == GF_SWIGLU ? GW_WARPS : GW_BLOCK_ROWS, rp = mode == GF_SWIGLU ? GW_WARPS / GF_KSS : GW_WARPS * GF_RW / ks;
     nbw[j] = (O[j] + rw - 1) / rw, nbp[j] = (O[j] + rp - 1) / rp;
     totalWide += nbw[j], totalPlain += nbp[j];
   }
