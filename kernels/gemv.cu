@@ -338,14 +338,21 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_KSS
 #define GF_KSS 1
 #endif
-// GF_MINB: the plain kernels' minimum resident blocks per SM
-// (__launch_bounds__), so that the compiler holds their registers to
-// 64K / (256 · GF_MINB) (NVRTC 11.8 gives 64 to q|k|v and the LM head, 48
-// to gate|up: 4 and 5 blocks a SM, so the looped grids hold 2,048–2,560
-// warps' loads in flight).
+// GF_MINB: the one-row (R = 1) plain kernels' minimum resident blocks per
+// SM (__launch_bounds__), so that the compiler holds their registers to
+// 64K / (256 · GF_MINB). Left to itself it gave q|k|v and the LM head 94
+// registers and gate|up 48 (NVRTC 11.8): 2 and 5 blocks a SM, so the
+// looped grids kept few warps' loads in flight. At 6 (40 registers) they
+// spill at most 32 bytes (NVRTC 11.8: gate|up 24, q|k|v none); at 8 (32)
+// up to 108. Measured (run 17 call d, a process
+// each, tok/s at 512 / 32K): unbounded 214.1, 214.3, 212.3 / 165.3, 166.3,
+// 164.1; 4: 214.3 / 164.7; 6: 226.4 / 172.5; 8: 151.2 / 123.3. 6 is the
+// default. The kernels of 2–8 rows keep their registers (at 40 they spill
+// 64–880 bytes).
 #ifndef GF_MINB
-#define GF_MINB 1
+#define GF_MINB 6
 #endif
+#define GF_MINB_R(R) ((R) == 1 ? GF_MINB : 1)
 // GF_L2PF=1: before PDL_WAIT each warp also asks L2 for the rest of its
 // weight rows (prefetch.global.L2, a line per lane at a time), so that
 // DRAM keeps streaming this product's weights while the previous kernel
@@ -827,7 +834,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
 // The host sizes the split from the register count it reads back.
 #define GFW_MINB(N, R) ((N) == 0 && (R) <= 2 ? 4 : 1)
 #define GEMVF(M, N, R)                                                                                           \
-  extern "C" __global__ void __launch_bounds__(GEMV_THREADS, GF_MINB) gemvf_m##M##_n##N##_r##R(const GemvP p) {  \
+  extern "C" __global__ void __launch_bounds__(GEMV_THREADS, GF_MINB_R(R)) gemvf_m##M##_n##N##_r##R(const GemvP p) { \
     gemvf<R, N, M, 0>(p);                                                                                        \
   }                                                                                                              \
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS, GFW_MINB(N, R)) gemvfw_m##M##_n##N##_r##R(const GemvP p) { \

@@ -241,7 +241,7 @@ func TestGemvfVariants(t *testing.T) {
 			for _, H := range []int{512, 2056} {
 				// Variants with the same GF_KS add in the same order;
 				// fusedLayerCase checks every one against the CPU.
-				key := fmt.Sprintf("T%d_H%d_ks%d_%d", T, H, v.ks, v.ksr)
+				key := fmt.Sprintf("T%d_H%d_ks%d_%d_%d", T, H, v.ks, v.ksr, v.kss)
 				r := rand.New(rand.NewPCG(seed, uint64(T*10000+H)))
 				got := fusedLayerCase(t, b, r, T, H, true)
 				if w, ok := want[key]; !ok {
@@ -266,7 +266,7 @@ func TestGemvfVariants(t *testing.T) {
 	b.gemvWave, b.gemvWaveCap = 64, 7
 	for _, T := range []int{1, 3, 8} {
 		for _, H := range []int{512, 2056} {
-			key := fmt.Sprintf("T%d_H%d_ks%d_%d", T, H, v.ks, v.ksr)
+			key := fmt.Sprintf("T%d_H%d_ks%d_%d_%d", T, H, v.ks, v.ksr, v.kss)
 			r := rand.New(rand.NewPCG(seed, uint64(T*10000+H)))
 			got := fusedLayerCase(t, b, r, T, H, true)
 			if i, j, ok := firstDiff(want[key], got); !ok {

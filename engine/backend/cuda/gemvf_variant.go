@@ -40,10 +40,18 @@ import (
 // Run 17 call b measured GF_KS=2 in processes of their own: +1.5% alone,
 // +3.8% with the looped products (INFERNIX_CUDA_GEMV_WAVE) at 512, the
 // same at 32K; GF_KS=2 became the default, and the bench measures 1.
-var benchGemvfVariants = []string{"GF_KS=1", "GF_KSS=2"}
+// Run 17 call d: GF_MINB=6 (the one-row kernels held to 40 registers)
+// +5.8% at 512 and +4.3% at 32K; GF_KSS=2 (two warps per gate|up output)
+// no faster, with it or without. The bench measures the one-row kernels
+// unbounded (GF_MINB=1) and GF_KS=1.
+var benchGemvfVariants = []string{"GF_MINB=1", "GF_KS=1"}
 
-// gemvfDefaultKS is GF_KS's default in kernels/gemv.cu.
-const gemvfDefaultKS = 2
+// gemvfDefaultKS and gemvfDefaultMinB are GF_KS's and GF_MINB's defaults
+// in kernels/gemv.cu.
+const (
+	gemvfDefaultKS   = 2
+	gemvfDefaultMinB = 6
+)
 
 // gemvfVariant is a parsed INFERNIX_CUDA_GEMVF.
 type gemvfVariant struct {
@@ -81,7 +89,7 @@ func (v gemvfVariant) splitsK(epi int) bool {
 func parseGemvfVariant(s string) (gemvfVariant, error) {
 	v := gemvfVariant{rw: 2, ks: gemvfDefaultKS, ksr: gemvfDefaultKS, kss: 1}
 	bad := v
-	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc, minb := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1
+	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc, minb := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, gemvfDefaultMinB
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
 		name, val, ok := strings.Cut(f, "=")
 		n, err := strconv.Atoi(val)
@@ -150,7 +158,7 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 	if v.kss != 1 {
 		v.defs = append(v.defs, fmt.Sprintf("GF_KSS=%d", v.kss))
 	}
-	if minb != 1 {
+	if minb != gemvfDefaultMinB {
 		v.defs = append(v.defs, fmt.Sprintf("GF_MINB=%d", minb))
 	}
 	if pipe != 0 {
