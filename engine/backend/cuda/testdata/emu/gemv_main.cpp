@@ -1,7 +1,7 @@
 // Runs kernels/gemv.cu's fused decode products (gemvf, and its split-K
 // form) under the CPU emulation (emu.h, prelude_emu.h), for
 // gemv_emu_test.go; gemv_variant_main.cpp builds it with other GF_RW, GF_U. stdin (int32 little-endian): mode, norm, R, T, I, S, n,
-// O0, O1, O2; then x [T·I] f32, nw [I] f32, the n weights [O_j·I] bf16
+// O0, O1, O2, passes (how many of the runs below, 1…4, in order); then x [T·I] f32, nw [I] f32, the n weights [O_j·I] bf16
 // (padded to an even count), aux [T·O0] f32. stdout, for each of four runs
 // (plain; split into S slices with blocks in index order; the same with
 // blocks in a shuffled order; plain with a third of the blocks, each
@@ -30,7 +30,7 @@ template <int R> static void dispatch(int mode, int norm, int wide, GemvP p, uns
 }
 
 int main() {
-  int hd[10];
+  int hd[11];
   readn(hd, sizeof hd);
   const int mode = hd[0], norm = hd[1], R = hd[2], T = hd[3], I = hd[4], S = hd[5], n = hd[6];
   const int O[3] = {hd[7], hd[8], hd[9]};
@@ -54,7 +54,8 @@ int main() {
     totalWide += nbw[j], totalPlain += nbp[j];
   }
   if (mode == GF_SWIGLU) totalWide = nbw[0], totalPlain = nbp[0];
-  for (int pass = 0; pass < 4; pass++) {
+  const int passes = hd[10] < 1 ? 1 : hd[10] > 4 ? 4 : hd[10];
+  for (int pass = 0; pass < passes; pass++) {
     const int wide = pass == 1 || pass == 2;
     const int* nb = wide ? nbw : nbp;
     const int total = wide ? totalWide : totalPlain;
