@@ -716,7 +716,23 @@ struct DecodePrepP {
   const float* sinT;
   int kvh, zmax, chunk, half;
   float scale, qeps, keps;
+  // ATTN_TIMING=1: where each block records its timeline (or 0).
+  u64* timeline;
 };
+
+// ATTN_TIMING=1 (INFERNIX_CUDA_DEFINES; the bench's
+// INFERNIX_BENCH_ATTN_TIMING): thread 0 of every block of the folded
+// decode attention records 8 u64 at DecodePrepP.timeline + 8·(its index in
+// the grid): the global timer at entry, after PDL_WAIT, after its first
+// tile, after its main loop and at exit; its SM with bit 32 set when it
+// merged the splits of its head; its tiles; the head's splits. Why: at 32K
+// the decode attention takes ~41 µs a layer in the step (3.3 TB/s against
+// 4.2 for the copy), and run 14's profile put a quarter of it in ramp and
+// tail without saying which: late blocks, uneven splits, or the merge that
+// the rest of the GPU waits for. Changes no result.
+#ifndef ATTN_TIMING
+#define ATTN_TIMING 0
+#endif
 
 // ST (attn_decode_tc2, INFERNIX_CUDA_DECODE_ATTN=tc2; G ≤ 8): the same
 // attention with the products transposed, Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ: the
@@ -734,7 +750,10 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
                                                     const int* __restrict__ tabs, int kvh, float scale, int zmax, int chunk,
                                                     const DecodePrepP* pp = 0) {
   constexpr int STG = 2 * TP * KV_LD;
+  const u64 at0 = ATTN_TIMING ? global_ns() : 0;
   PDL_ENTRY();
+  const u64 at1 = ATTN_TIMING ? global_ns() : 0;
+  u64 at2 = 0;
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
   const int len = pos[t] + 1;
   const int start = z * chunk;
@@ -961,8 +980,10 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       mma16816<KT>(o[nd + 1], a0, a1, a2, a3, b2, b3);
     }
     __syncthreads();  // the stage is overwritten by the load issued next iteration
+    if (ATTN_TIMING && it == 0) at2 = global_ns();
   }
   cp_async_wait<0>();
+  const u64 at3 = ATTN_TIMING ? global_ns() : 0;
   PDL_LATE();
 #pragma unroll
   for (int i = 0; i < 2; i++) {
@@ -1040,6 +1061,17 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     // Every other split of (t, h) has counted, so has read the raw q.
     float* qd = (float*)q + ((long)t * heads + (long)h * G) * HD;
     for (int i = tid; i < G * HD; i += NT) qd[i] = qprep[i];
+  }
+  if (ATTN_TIMING && PREP && tid == 0 && pp->timeline != 0) {
+    u64* tp = pp->timeline + 8 * (((long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
+    tp[0] = at0;
+    tp[1] = at1;
+    tp[2] = at2;
+    tp[3] = at3;
+    tp[4] = global_ns();
+    tp[5] = sm_id() | (u64)(wrote && !single) << 32;
+    tp[6] = ntiles;
+    tp[7] = nz;
   }
 }
 

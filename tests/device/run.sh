@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench gemvtime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench gemvtime attntime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -100,6 +100,12 @@ group bench 300 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" 
 # figures in $out/gemvtime/.
 mkdir -p "$out/gemvtime"
 group gemvtime 120 env INFERNIX_BENCH_GEMV_TIMING=1 INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/gemvtime" "$T" -test.v -test.run 'TestBench' -test.timeout 110s
+# attntime (not in the default groups): the folded decode attention's
+# block timeline (entry, PDL wait, first tile, main loop end, merge, exit)
+# at 640 and 32K, graph-replayed, every module compiled with ATTN_TIMING=1;
+# lines "attn timing ..." in the log, figures in $out/attntime/.
+mkdir -p "$out/attntime"
+group attntime 120 env INFERNIX_CUDA_DEFINES=ATTN_TIMING=1 INFERNIX_BENCH_ATTN_TIMING=1 INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/attntime" "$T" -test.v -test.run 'TestBench' -test.timeout 110s
 # defvars (not in the default groups): decode at 512 and 32K only, a process
 # per entry of BENCH_DEFINES ("A=1;B=2 C=3": ';' between processes, spaces
 # within), every module compiled with those defines (INFERNIX_CUDA_DEFINES:

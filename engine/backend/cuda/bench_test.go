@@ -361,6 +361,17 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		b.FillKV(kv, 7, 1)
 	}
 	median3("decode_1lane_ctx32k", [][]int32{seqBlocks(200, 520)}, 32768, 32)
+	// INFERNIX_BENCH_ATTN_TIMING=1 (with the attention compiled with
+	// ATTN_TIMING=1): the folded decode attention's block timeline at 512
+	// and 32K, graph-replayed (attn_timing_test.go).
+	if os.Getenv("INFERNIX_BENCH_ATTN_TIMING") == "1" {
+		for _, c := range []struct {
+			ctx    int
+			blocks []int32
+		}{{640, seqBlocks(100, 16)}, {32840, seqBlocks(200, 520)}} {
+			benchAttnTiming(b, cfg, res, c.ctx, func(pos int) { forward([][]int32{c.blocks}, []int{pos}, 1) })
+		}
+	}
 	// INFERNIX_BENCH_STOP=32k: the two single-lane figures only (a process
 	// per whole-backend setting, such as INFERNIX_CUDA_PDL_TRIGGER).
 	if os.Getenv("INFERNIX_BENCH_STOP") == "32k" {

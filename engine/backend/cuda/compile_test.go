@@ -47,6 +47,8 @@ func TestKernelsCompile(t *testing.T) {
 				jobs = append(jobs, job{m, []string{"HD=256", "G=8"}}, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=40", "G=4"}}, job{m, []string{"HD=128", "G=3"}}, job{m, []string{"HD=8", "G=1"}})
 				// INFERNIX_CUDA_PDL_TRIGGER's late placement.
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "PDL_TRIGGER=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "DM_UNROLL=8"}})
+				// The block timeline (run.sh group attntime).
+				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_TIMING=1"}})
 			} else {
 				jobs = append(jobs, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=32", "G=4"}})
 			}

@@ -1,0 +1,166 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"testing"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/model"
+)
+
+// attnBlockTimes is one block's ATTN_TIMING record (kernels/attention.cu):
+// global-timer readings in ns, its SM, whether it merged its head's splits,
+// its tiles and its head's splits.
+type attnBlockTimes struct {
+	entry, waited, firstTile, loopEnd, exit uint64
+	sm                                      uint32
+	merged                                  bool
+	tiles, splits                           int
+}
+
+// attnTimelineStats summarises a launch's records: times in µs from the
+// earliest PDL_WAIT return (the moment the previous kernel had finished).
+type attnTimelineStats struct {
+	Blocks, Merging       int
+	Splits, MaxTiles      int
+	WaitedLast            float64 // the last block's PDL_WAIT return: blocks that started late
+	FirstTile             float64 // median time from a block's wait to its first tile done
+	LoopEnd10, LoopEnd50  float64 // when the blocks' main loops ended
+	LoopEnd90, LoopEndMax float64
+	MergeMax              float64 // the longest merge (exit − loop end of a merging block)
+	ExitLast              float64 // the launch's span
+	TBs                   float64 // the K/V bytes over the span
+}
+
+// summariseAttn reduces the records of one launch (kvBytes: the K/V bytes
+// it read); ok is false when there are none or one is impossible.
+func summariseAttn(bs []attnBlockTimes, kvBytes int64) (attnTimelineStats, bool) {
+	if len(bs) == 0 {
+		return attnTimelineStats{}, false
+	}
+	t0 := uint64(math.MaxUint64)
+	for _, b := range bs {
+		if b.entry == 0 || b.waited < b.entry || b.firstTile < b.waited || b.loopEnd < b.firstTile || b.exit < b.loopEnd {
+			return attnTimelineStats{}, false
+		}
+		t0 = min(t0, b.waited)
+	}
+	us := func(t uint64) float64 { return float64(t-t0) / 1e3 }
+	var waited, first, loop []float64
+	s := attnTimelineStats{Blocks: len(bs)}
+	for _, b := range bs {
+		waited = append(waited, us(b.waited))
+		first = append(first, float64(b.firstTile-b.waited)/1e3)
+		loop = append(loop, us(b.loopEnd))
+		s.ExitLast = max(s.ExitLast, us(b.exit))
+		s.MaxTiles = max(s.MaxTiles, b.tiles)
+		s.Splits = max(s.Splits, b.splits)
+		if b.merged {
+			s.Merging++
+			s.MergeMax = max(s.MergeMax, float64(b.exit-b.loopEnd)/1e3)
+		}
+	}
+	for _, v := range [][]float64{waited, first, loop} {
+		sort.Float64s(v)
+	}
+	pct := func(v []float64, p float64) float64 { return v[min(len(v)-1, int(p*float64(len(v))))] }
+	s.WaitedLast = waited[len(waited)-1]
+	s.FirstTile = pct(first, 0.5)
+	s.LoopEnd10, s.LoopEnd50, s.LoopEnd90, s.LoopEndMax = pct(loop, 0.1), pct(loop, 0.5), pct(loop, 0.9), loop[len(loop)-1]
+	if s.ExitLast > 0 {
+		s.TBs = float64(kvBytes) / (s.ExitLast * 1e-6) / 1e12
+	}
+	return s, true
+}
+
+// benchAttnTiming (INFERNIX_BENCH_ATTN_TIMING=1, the attention module
+// compiled with ATTN_TIMING=1) records the folded decode attention's
+// blocks over decode steps at context ctx (step runs one decode forward of
+// the token at that position) and prints the last layer's launch of the
+// last step: the graph-replayed path as the bench measures it.
+func benchAttnTiming(b *Backend, cfg *model.Config, res map[string]any, ctx int, step func(pos int)) {
+	const maxBlocks = 1 << 15
+	buf, err := b.malloc(64*maxBlocks, "attention timeline")
+	if err != nil {
+		panic(err)
+	}
+	defer b.free(buf)
+	b.flush()
+	b.attnTimeline = buf
+	defer func() {
+		b.flush()
+		b.attnTimeline = 0
+	}()
+	for i := 0; i < 4; i++ { // eager, capture, replay
+		step(ctx + i)
+	}
+	b.memset(buf, 0, 16*maxBlocks)
+	step(ctx + 4)
+	b.sync()
+	host := make([]float32, 16*maxBlocks)
+	b.ReadRows(&Tensor{ptr: buf, rows: 1, cols: 16 * maxBlocks, dt: backend.F32}, host)
+	if b.err != nil {
+		panic(b.err)
+	}
+	var bs []attnBlockTimes
+	for i := 0; i < maxBlocks; i++ {
+		u := func(k int) uint64 {
+			return uint64(math.Float32bits(host[16*i+2*k])) | uint64(math.Float32bits(host[16*i+2*k+1]))<<32
+		}
+		if u(0) == 0 {
+			continue
+		}
+		bs = append(bs, attnBlockTimes{entry: u(0), waited: u(1), firstTile: u(2), loopEnd: u(3), exit: u(4),
+			sm: uint32(u(5)), merged: u(5)>>32 != 0, tiles: int(u(6)), splits: int(u(7))})
+	}
+	kvBytes := int64(ctx+5) * int64(cfg.NumKeyValueHeads) * int64(cfg.HeadDim) * 2 * 2
+	s, ok := summariseAttn(bs, kvBytes)
+	if !ok {
+		panic(fmt.Sprintf("attention timing at %d: no records or an impossible one (%d blocks; compiled with ATTN_TIMING=1?)", ctx, len(bs)))
+	}
+	res[fmt.Sprintf("attn_timing_ctx%d", ctx)] = s
+	fmt.Printf("attn timing ctx %6d  blocks %4d (merging %2d, %d splits, ≤%d tiles)  last wait end %5.2f  first tile %5.2f  loop end p10 %6.2f p50 %6.2f p90 %6.2f last %6.2f  merge max %5.2f  exit last %6.2f µs  %.2f TB/s\n",
+		ctx, s.Blocks, s.Merging, s.Splits, s.MaxTiles, s.WaitedLast, s.FirstTile, s.LoopEnd10, s.LoopEnd50, s.LoopEnd90, s.LoopEndMax, s.MergeMax, s.ExitLast, s.TBs)
+}
+
+func TestAttnTimelineSummary(t *testing.T) {
+	// Four blocks waited at 1.0…1.3 µs (from 1,000,000 ns), first tiles
+	// 2 µs later, loops ending at 10, 11, 12, 20 µs after the first wait;
+	// the last block merges for 3 µs. 23 MB in 23 µs: 1 TB/s.
+	var bs []attnBlockTimes
+	for i := 0; i < 4; i++ {
+		w := uint64(1_000_000 + 100*i)
+		loop := uint64(1_000_000 + []uint64{10_000, 11_000, 12_000, 20_000}[i])
+		exit := loop + 500
+		if i == 3 {
+			exit = loop + 3000
+		}
+		bs = append(bs, attnBlockTimes{entry: w - 50, waited: w, firstTile: w + 2000, loopEnd: loop, exit: exit,
+			sm: uint32(i), merged: i == 3, tiles: 16, splits: 4})
+	}
+	got, ok := summariseAttn(bs, 23_000_000)
+	if !ok {
+		t.Fatal("a valid timeline was refused")
+	}
+	want := attnTimelineStats{Blocks: 4, Merging: 1, Splits: 4, MaxTiles: 16, WaitedLast: 0.3, FirstTile: 2,
+		LoopEnd10: 10, LoopEnd50: 12, LoopEnd90: 20, LoopEndMax: 20, MergeMax: 3, ExitLast: 23, TBs: 1}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if got.Blocks != want.Blocks || got.Merging != want.Merging || got.Splits != want.Splits || got.MaxTiles != want.MaxTiles ||
+		!near(got.WaitedLast, want.WaitedLast) || !near(got.FirstTile, want.FirstTile) || !near(got.LoopEnd10, want.LoopEnd10) ||
+		!near(got.LoopEnd50, want.LoopEnd50) || !near(got.LoopEnd90, want.LoopEnd90) || !near(got.LoopEndMax, want.LoopEndMax) ||
+		!near(got.MergeMax, want.MergeMax) || !near(got.ExitLast, want.ExitLast) || !near(got.TBs, want.TBs) {
+		t.Errorf("summary %+v, want %+v", got, want)
+	}
+	for name, bad := range map[string][]attnBlockTimes{
+		"none":               nil,
+		"no entry":           {{waited: 5, firstTile: 6, loopEnd: 7, exit: 8}},
+		"waits before entry": {{entry: 5, waited: 4, firstTile: 6, loopEnd: 7, exit: 8}},
+		"exit before loop":   {{entry: 1, waited: 2, firstTile: 3, loopEnd: 7, exit: 6}},
+	} {
+		if _, ok := summariseAttn(bad, 1); ok {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
