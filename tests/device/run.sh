@@ -106,40 +106,35 @@ group gemvtime 120 env INFERNIX_BENCH_GEMV_TIMING=1 INFERNIX_CUDA_BENCH="$root/t
 # lines "attn timing ..." in the log, figures in $out/attntime/.
 mkdir -p "$out/attntime"
 group attntime 120 env INFERNIX_CUDA_DEFINES=ATTN_TIMING=1 INFERNIX_BENCH_ATTN_TIMING=1 INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/attntime" "$T" -test.v -test.run 'TestBench' -test.timeout 110s
-# defvars (not in the default groups): decode at 512 and 32K only, a process
-# per entry of BENCH_DEFINES ("A=1;B=2 C=3": ';' between processes, spaces
-# within), every module compiled with those defines (INFERNIX_CUDA_DEFINES:
-# kernel tunables such as PDL_TRIGGER or DM_UNROLL); a process with the
-# defaults first and last, for the drift between processes. JSON and the
-# defines under $out/defvarN/.
-case " $groups " in
-*" defvars "*)
-  IFS=';' read -r -a specs <<< "${BENCH_DEFINES:-}"
+# defvars and envvars (not in the default groups): decode at 512 and 32K
+# only, a process per entry of a list (';' between processes), with a
+# process of the defaults first and last, for the drift between processes.
+# defvars: BENCH_DEFINES ("A=1;B=2 C=3"), every module compiled with the
+# entry's defines (INFERNIX_CUDA_DEFINES: kernel tunables such as
+# PDL_TRIGGER or DM_UNROLL); JSON and defines.txt under $out/defvarN/.
+# envvars: BENCH_ENVS ("INFERNIX_CUDA_GEMV_WAVE=0;;INFERNIX_CUDA_GEMVF=GF_KS=1",
+# spaces between variables; an empty entry is the defaults); JSON and
+# env.txt under $out/envvarN/.
+bench_processes() {
+  local name=$1 prefix=$2 kind=$3 list=$4 i dir
+  case " $groups " in *" $name "*) ;; *) return ;; esac
+  local -a specs vars
+  IFS=';' read -r -a specs <<< "$list"
   specs=("" "${specs[@]}" "")
   for i in "${!specs[@]}"; do
-    mkdir -p "$out/defvar$i"
-    echo "${specs[$i]}" > "$out/defvar$i/defines.txt"
-    group defvars 150 env INFERNIX_CUDA_DEFINES="${specs[$i]}" INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/defvar$i" "$T" -test.v -test.run 'TestBench' -test.timeout 140s
+    dir="$out/$prefix$i"
+    mkdir -p "$dir"
+    echo "${specs[$i]}" > "$dir/$kind.txt"
+    if [ "$kind" = defines ]; then
+      vars=("INFERNIX_CUDA_DEFINES=${specs[$i]}")
+    else
+      read -r -a vars <<< "${specs[$i]}"
+    fi
+    group "$name" 150 env "${vars[@]}" INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$dir" "$T" -test.v -test.run 'TestBench' -test.timeout 140s
   done
-  ;;
-esac
-# envvars (not in the default groups): the same with environment settings
-# instead of defines, a process per entry of BENCH_ENVS
-# ("INFERNIX_CUDA_GEMV_WAVE=1;;INFERNIX_CUDA_GEMVF=GF_KS=2": ';' between
-# processes, spaces between variables; an empty entry is the defaults);
-# defaults first and last again. JSON and the settings under $out/envvarN/.
-case " $groups " in
-*" envvars "*)
-  IFS=';' read -r -a specs <<< "${BENCH_ENVS:-}"
-  specs=("" "${specs[@]}" "")
-  for i in "${!specs[@]}"; do
-    mkdir -p "$out/envvar$i"
-    echo "${specs[$i]}" > "$out/envvar$i/env.txt"
-    # shellcheck disable=SC2086 # the entry's variables split on spaces
-    group envvars 150 env ${specs[$i]} INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/envvar$i" "$T" -test.v -test.run 'TestBench' -test.timeout 140s
-  done
-  ;;
-esac
+}
+bench_processes defvars defvar defines "${BENCH_DEFINES:-}"
+bench_processes envvars envvar env "${BENCH_ENVS:-}"
 # moebench and moe (not in the default groups): the grouped MoE path
 # (issue 6; the default since run 13, INFERNIX_CUDA_MOE_GROUPED=0 turns it
 # off) on the Qwen3-30B-A3B config, random weights made on the device, 12

@@ -106,9 +106,7 @@ func benchAttnTiming(b *Backend, cfg *model.Config, res map[string]any, ctx int,
 	}
 	var bs []attnBlockTimes
 	for i := 0; i < maxBlocks; i++ {
-		u := func(k int) uint64 {
-			return uint64(math.Float32bits(host[16*i+2*k])) | uint64(math.Float32bits(host[16*i+2*k+1]))<<32
-		}
+		u := func(k int) uint64 { return hostU64(host, 8*i+k) }
 		if u(0) == 0 {
 			continue
 		}

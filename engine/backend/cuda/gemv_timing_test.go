@@ -217,9 +217,7 @@ func benchGemvTiming(b *Backend, cfg *model.Config, res map[string]any) {
 			}
 			var ws []warpTimes
 			for w := 0; w < maxWarps; w++ {
-				u := func(k int) uint64 {
-					return uint64(math.Float32bits(host[8*w+2*k])) | uint64(math.Float32bits(host[8*w+2*k+1]))<<32
-				}
+				u := func(k int) uint64 { return hostU64(host, 4*w+k) }
 				if u(0) == 0 && u(2) == 0 {
 					continue
 				}
@@ -237,6 +235,12 @@ func benchGemvTiming(b *Backend, cfg *model.Config, res map[string]any) {
 		fmt.Printf("gemv timing %-13s %7.1f MB  warps %6d  last start %5.2f  first load %5.2f  end p10 %6.2f p50 %6.2f p90 %6.2f last %6.2f µs  tail %5.2f  %.2f TB/s\n",
 			p.name, float64(bytes)/1e6, m.Warps, m.LastStart, m.FirstLoad, m.End10, m.End50, m.End90, m.EndLast, m.Tail, m.TBs)
 	}
+}
+
+// hostU64 is the i-th u64 of a device buffer of u64 records read back as
+// float32s.
+func hostU64(host []float32, i int) uint64 {
+	return uint64(math.Float32bits(host[2*i])) | uint64(math.Float32bits(host[2*i+1]))<<32
 }
 
 func TestTimelineSummary(t *testing.T) {
