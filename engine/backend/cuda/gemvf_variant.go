@@ -41,7 +41,7 @@ import (
 // +3.8% with the looped products (INFERNIX_CUDA_GEMV_WAVE) at 512, the
 // same at 32K; GF_KS=2 became the default, and the bench measures 1.
 // Run 17 call d: GF_MINB=6 (the one-row kernels held to 40 registers)
-// +5.8% at 512 and +4.3% at 32K; GF_KSS=2 (two warps per gate|up output)
+// +6.0% at 512 and +4.4% at 32K over the mean of three default processes; GF_KSS=2 (two warps per gate|up output)
 // no faster, with it or without. The bench measures the one-row kernels
 // unbounded (GF_MINB=1) and GF_KS=1.
 var benchGemvfVariants = []string{"GF_MINB=1", "GF_KS=1"}
