@@ -85,7 +85,7 @@ type Backend struct {
 	attnBlocks    int           // blocks one decode-attention launch aims at (0: 2 per SM)
 	gemvWide      int           // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
 	gemvWave      int           // fused products of more than one wave looped over one, up to this many blocks a block (gemvWaveGrid; 0 off)
-	gemvWaveCap   int           // tests: the blocks a wave holds (0: what fits the GPU), so that small products loop too
+	gemvWaveCap   int           // the blocks a looped grid holds (0: what fits the GPU; INFERNIX_CUDA_GEMV_WAVE_BLOCKS; tests set it so that small products loop too)
 	gemvf         gemvfVariant  // the fused products' compile-time tunables (gemvf_variant.go)
 	gemvfTimeline driver.DevPtr // GF_TIMING: where the fused products' warps record their timeline (0: nowhere)
 	attnTimeline  driver.DevPtr // ATTN_TIMING: where the folded decode attention's blocks record theirs (0: nowhere)
@@ -257,6 +257,7 @@ func New(opt Options) (*Backend, error) {
 	b.attnStages = envInt("INFERNIX_CUDA_ATTN_STAGES", 0)
 	b.gemvWide = gemvWideConfig(os.Getenv("INFERNIX_CUDA_GEMV_WIDE"))
 	b.gemvWave = gemvWaveConfig(os.Getenv("INFERNIX_CUDA_GEMV_WAVE"))
+	b.gemvWaveCap = max(envInt("INFERNIX_CUDA_GEMV_WAVE_BLOCKS", 0), 0)
 	if d := envInt("INFERNIX_CUDA_ATTN_DEEP", 0); d == 1 || d == 3 {
 		b.attnDeep = d
 	}
