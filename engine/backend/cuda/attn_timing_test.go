@@ -65,7 +65,7 @@ func summariseAttn(bs []attnBlockTimes, kvBytes int64) (attnTimelineStats, bool)
 	for _, v := range [][]float64{waited, first, loop} {
 		sort.Float64s(v)
 	}
-	pct := func(v []float64, p float64) float64 { return v[min(len(v)-1, int(p*float64(len(v))))] }
+	pct := percentile
 	s.WaitedLast = waited[len(waited)-1]
 	s.FirstTile = pct(first, 0.5)
 	s.LoopEnd10, s.LoopEnd50, s.LoopEnd90, s.LoopEndMax = pct(loop, 0.1), pct(loop, 0.5), pct(loop, 0.9), loop[len(loop)-1]

@@ -54,12 +54,7 @@ func summarise(ws []warpTimes, bytes int64) (timelineStats, bool) {
 	sort.Float64s(starts)
 	sort.Float64s(firsts)
 	sort.Float64s(ends)
-	pct := func(v []float64, p float64) float64 {
-		if len(v) == 0 {
-			return 0
-		}
-		return v[min(len(v)-1, int(p*float64(len(v))))]
-	}
+	pct := percentile
 	s := timelineStats{Warps: len(ws), LastStart: starts[len(starts)-1], FirstLoad: pct(firsts, 0.5),
 		End10: pct(ends, 0.1), End50: pct(ends, 0.5), End90: pct(ends, 0.9), EndLast: ends[len(ends)-1]}
 	s.Tail = s.EndLast - s.End90
@@ -235,6 +230,14 @@ func benchGemvTiming(b *Backend, cfg *model.Config, res map[string]any) {
 		fmt.Printf("gemv timing %-13s %7.1f MB  warps %6d  last start %5.2f  first load %5.2f  end p10 %6.2f p50 %6.2f p90 %6.2f last %6.2f µs  tail %5.2f  %.2f TB/s\n",
 			p.name, float64(bytes)/1e6, m.Warps, m.LastStart, m.FirstLoad, m.End10, m.End50, m.End90, m.EndLast, m.Tail, m.TBs)
 	}
+}
+
+// percentile is the p-th (0…1) of sorted values v, 0 when there are none.
+func percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	return v[min(len(v)-1, int(p*float64(len(v))))]
 }
 
 // hostU64 is the i-th u64 of a device buffer of u64 records read back as
