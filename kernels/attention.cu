@@ -36,6 +36,10 @@
 #define DG (HD / 8)     // 16-byte groups per row
 #define PG (NT / DG)    // position groups in the P·V phase (threads past PG·DG idle there)
 #define KV_LD (HD + 8)  // shared-memory row of a K/V tile (padded: conflict-free 16-byte reads)
+// A split's partial in part: HD sums, then its max and its sum of
+// exponentials, padded so that every row starts 16-byte aligned (the merge
+// copies the sums with cp.async).
+#define PART_LD (HD + 4)
 
 __device__ __forceinline__ long kv_row(const int* tab, int p, int kvh, int h) {
   return (((long)tab[p >> 6] * kvh + h) * 64 + (p & 63)) * HD;
@@ -47,7 +51,7 @@ __device__ __forceinline__ long kv_row(const int* tab, int p, int kvh, int h) {
 // for the G query heads of KV head h and token t, the softmax-weighted sum of
 // V over positions [z·CH, min(z·CH + CH, pos[t] + 1)) and writes the
 // unnormalised sum, the max score and the sum of exponentials to part
-// [t][head][zmax][HD + 2]. attn_combine merges the splits. Blocks past the
+// [t][head][zmax][PART_LD]. attn_combine merges the splits. Blocks past the
 // token's length exit at once, so the grid may be sized for the longest
 // context (as a captured graph must be).
 extern "C" __global__ void __launch_bounds__(NT) attn_split(
@@ -158,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_split(
       for (int e = 0; e < 8; e++) pv[pg][dg * 8 + e] = acc[g][e];
     }
     __syncthreads();
-    float* out = part + (((long)t * heads + (long)h * G + g) * zmax + z) * (HD + 2);
+    float* out = part + (((long)t * heads + (long)h * G + g) * zmax + z) * PART_LD;
     for (int d = tid; d < HD; d += NT) {
       float sum = 0.f;
 #pragma unroll 8
@@ -186,10 +190,10 @@ extern "C" __global__ void attn_combine(float* __restrict__ out, const float* __
   const int hh = blockIdx.x, t = blockIdx.y;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
   const int nz = (pos[t] + CH) / CH;  // ceil((pos + 1) / CH)
-  const float* pp = part + ((long)t * heads + hh) * zmax * (HD + 2);
+  const float* pp = part + ((long)t * heads + hh) * zmax * PART_LD;
   // M = max over splits.
   float m = NEG_INF;
-  for (int z = tid; z < nz; z += blockDim.x) m = fmaxf(m, pp[(long)z * (HD + 2) + HD]);
+  for (int z = tid; z < nz; z += blockDim.x) m = fmaxf(m, pp[(long)z * PART_LD + HD]);
   m = warp_max(m);
   if (lane == 0) red[warp] = m;
   __syncthreads();
@@ -209,7 +213,7 @@ extern "C" __global__ void attn_combine(float* __restrict__ out, const float* __
     const int zn = min(COMBINE_MAXZ, nz - z0);
     float l = 0.f;
     for (int z = tid; z < zn; z += blockDim.x) {
-      const float* pz = pp + (long)(z0 + z) * (HD + 2);
+      const float* pz = pp + (long)(z0 + z) * PART_LD;
       const float w = expf(pz[HD] - M);
       wz[z] = w;
       l += pz[HD + 1] * w;
@@ -223,7 +227,7 @@ extern "C" __global__ void attn_combine(float* __restrict__ out, const float* __
       const int d = tid + i * 32 * nw;
       if (i * 32 * nw < HD && d < HD) {
         float a = acc[i];
-        for (int z = 0; z < zn; z++) a = fmaf(pp[(long)(z0 + z) * (HD + 2) + d], wz[z], a);
+        for (int z = 0; z < zn; z++) a = fmaf(pp[(long)(z0 + z) * PART_LD + d], wz[z], a);
         acc[i] = a;
       }
     }
@@ -325,19 +329,61 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
   }
 }
 
+// ATTN_TIMING=1 (INFERNIX_CUDA_DEFINES; the bench's
+// INFERNIX_BENCH_ATTN_TIMING): thread 0 of every block of the folded
+// decode attention records 16 u64 at DecodePrepP.timeline + 16·(its index
+// in the grid): the global timer at entry, after PDL_WAIT, after its first
+// tile, after its main loop and at exit; its SM with bit 32 set when it
+// merged the splits of its head; its tiles; the head's splits; then the
+// timer when its count returned, and, when it merged, when the split
+// weights were ready and when the sums were added. Why: at 32K
+// the decode attention takes ~41 µs a layer in the step (3.3 TB/s against
+// 4.2 for the copy), and run 14's profile put a quarter of it in ramp and
+// tail without saying which: late blocks, uneven splits, or the merge that
+// the rest of the GPU waits for. Changes no result.
+#ifndef ATTN_TIMING
+#define ATTN_TIMING 0
+#endif
+
 // The end of a split decode block (attn_decode, attn_decode_tc) that has
 // written its partial: publish and count it; the last split of (t, h)
 // merges them all into out. smem: the block's dead K/V stages (G·nz floats
-// at least; the host keeps nz ≤ MERGE_CAP/G).
+// at least; the host keeps nz ≤ MERGE_CAP/G), smemFloats of them.
 // DM_UNROLL: splits whose partials each thread requests at once in the
 // merge (its MI outputs each); a merge of nz splits takes about nz/DM_UNROLL
 // L2 round trips while the rest of the GPU may be idle.
 #ifndef DM_UNROLL
 #define DM_UNROLL 8  // run 14: 8 against 2, 166.6 against 164.4 tok/s at 32K
 #endif
-template <int NTD>
+// DM_ASYNC=1 (attn_decode_tc): the merging block copies the splits' sums
+// into its dead stages with cp.async (as many splits at a time as fit),
+// requested before it reads the splits' maxima and sums of exponentials
+// (each once, into shared memory), so that the merge waits about two L2
+// round trips instead of 2 + nz/DM_UNROLL. Why: run 18's timeline of the
+// folded decode attention put the merge at 5.3 µs of a 10.2 µs launch at
+// 640 positions (11 splits) and 8.0 of 47.6 at 32K (33 splits), while the
+// rest of the GPU waits for it. The same additions in the same order as
+// the loads from L2: bit-identical.
+#ifndef DM_ASYNC
+#define DM_ASYNC 1
+#endif
+#ifndef DM_ZC_MAX
+#define DM_ZC_MAX 1024  // the most splits copied at a time (the CPU emulation sets few)
+#endif
+// ATTN_NEWROW=1 (attn_decode_tc_prep): the split holding the new position
+// requests its tiles before storing it (see there). Why: that split's
+// blocks started their loads after the k prep and store (two dependent
+// L2 round trips), and, finishing last, they are the ones that merge: run
+// 18 measured a median of 4.1 µs from the wait to the first tile at 640
+// positions. Bit-identical.
+#ifndef ATTN_NEWROW
+#define ATTN_NEWROW 1
+#endif
+// tm (ATTN_TIMING, thread 0): the global timer when the count returned,
+// when the split weights were ready, and when the sums were added.
+template <int NTD, bool ASYNC = false>
 __device__ __forceinline__ bool decode_merge(float* out, float* part, int* cnt, float* smem, int t, int h, int heads, int kvh,
-                                             int zmax, int nz) {
+                                             int zmax, int nz, int smemFloats = 0, u64* tm = 0) {
   __shared__ float Ls[G];
   __shared__ int last;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -346,47 +392,98 @@ __device__ __forceinline__ bool decode_merge(float* out, float* part, int* cnt, 
   __syncthreads();
   if (tid == 0) last = atomicAdd(cnt + t * kvh + h, 1) == nz - 1;
   __syncthreads();
+  if (ATTN_TIMING && tm && tid == 0) tm[0] = global_ns();
   if (!last) return false;
   __threadfence();
-  // Other blocks' partials are read through L2 (__ldcg): never from L1.
-  // The split weights exp(m_z − M) go to shared memory (the dead K/V
-  // stages; the host keeps G·nz within them, MERGE_CAP), then each thread
-  // accumulates its MI outputs with the splits outermost, so that MI
-  // independent loads are in flight at a time.
+  const float* ph = part + ((long)t * heads + h * G) * zmax * PART_LD;  // head h·G's partials
+  // Other blocks' partials are read through L2 (__ldcg, cp.async.cg):
+  // never from L1. The split weights exp(m_z − M) go to shared memory (the
+  // dead K/V stages; the host keeps G·nz within them, MERGE_CAP), then each
+  // thread accumulates its MI outputs with the splits outermost.
   float* wz = smem;  // [G][nz]
+  // ASYNC: the sums of splits [z0, z0 + zc) at ps, [zc][G][HD]; ml the
+  // maxima and sums of exponentials, [G][nz][2].
+  const int wn = (G * nz + 3) & ~3;
+  float* ml = smem + wn;
+  float* ps = ml + 2 * wn;
+  const int zc = ASYNC ? min(min(nz, DM_ZC_MAX), (smemFloats - 3 * wn) / (G * HD)) : 0;
+  const bool as = ASYNC && zc >= 1;  // else too many splits for the stages: loads as without ASYNC
+  auto issue = [&](int z0) {
+    const int n = min(zc, nz - z0) * G * (HD / 4);
+    for (int i = tid; i < n; i += NTD) {
+      const int c = i % (HD / 4), r = i / (HD / 4), g = r % G, zl = r / G;
+      cp_async16(smem_addr(ps + r * HD + c * 4), ph + ((long)g * zmax + z0 + zl) * PART_LD + c * 4);
+    }
+    cp_async_commit();
+  };
+  if (as) issue(0);
   for (int g = warp; g < G; g += NTD / 32) {
-    const float* pp = part + ((long)t * heads + h * G + g) * zmax * (HD + 2);
+    const float* pp = ph + (long)g * zmax * PART_LD;
     float m = NEG_INF;
-    for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * (HD + 2) + HD));
+    if (as) {
+      for (int zz = lane; zz < nz; zz += 32) {
+        const float2 v = __ldcg((const float2*)(pp + (long)zz * PART_LD + HD));
+        ml[2 * (g * nz + zz)] = v.x;
+        ml[2 * (g * nz + zz) + 1] = v.y;
+        m = fmaxf(m, v.x);
+      }
+    } else {
+      for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * PART_LD + HD));
+    }
     m = warp_max(m);
     float l = 0.f;
     for (int zz = lane; zz < nz; zz += 32) {
-      const float* pz = pp + (long)zz * (HD + 2);
-      const float w = expf(__ldcg(pz + HD) - m);
+      const float* pz = pp + (long)zz * PART_LD;
+      const float mz = as ? ml[2 * (g * nz + zz)] : __ldcg(pz + HD), lz = as ? ml[2 * (g * nz + zz) + 1] : __ldcg(pz + HD + 1);
+      const float w = expf(mz - m);
       wz[g * nz + zz] = w;
-      l += __ldcg(pz + HD + 1) * w;
+      l += lz * w;
     }
     l = warp_sum(l);
     if (lane == 0) Ls[g] = l;
   }
   __syncthreads();
+  if (ATTN_TIMING && tm && tid == 0) tm[1] = global_ns();
   constexpr int MI = (G * HD + NTD - 1) / NTD;
   float a[MI];
-  const float* pb[MI];
-  int wb[MI];
 #pragma unroll
-  for (int k = 0; k < MI; k++) {
-    const int i = min(tid + k * NTD, G * HD - 1);  // past the end: repeats the last output, not written
-    const int g = i / HD, d = i - g * HD;
-    a[k] = 0.f;
-    pb[k] = part + ((long)t * heads + h * G + g) * zmax * (HD + 2) + d;
-    wb[k] = g * nz;
-  }
+  for (int k = 0; k < MI; k++) a[k] = 0.f;
+  if (as) {
+    for (int z0 = 0; z0 < nz; z0 += zc) {
+      if (z0 > 0) {
+        __syncthreads();  // the previous splits' sums are read before they are replaced
+        issue(z0);
+      }
+      cp_async_wait<0>();
+      __syncthreads();
+      const int zn = min(zc, nz - z0);
+#pragma unroll
+      for (int k = 0; k < MI; k++) {
+        const int i = min(tid + k * NTD, G * HD - 1);  // past the end: repeats the last output, not written
+        const int g = i / HD, d = i - g * HD;
+        const float* pk = ps + g * HD + d;
+        const float* wk = wz + g * nz + z0;
+#pragma unroll 4
+        for (int zl = 0; zl < zn; zl++) a[k] = fmaf(pk[zl * G * HD], wk[zl], a[k]);
+      }
+    }
+  } else {
+    const float* pb[MI];
+    int wb[MI];
+#pragma unroll
+    for (int k = 0; k < MI; k++) {
+      const int i = min(tid + k * NTD, G * HD - 1);  // past the end: repeats the last output, not written
+      const int g = i / HD, d = i - g * HD;
+      pb[k] = ph + (long)g * zmax * PART_LD + d;
+      wb[k] = g * nz;
+    }
 #pragma unroll DM_UNROLL
-  for (int zz = 0; zz < nz; zz++) {
+    for (int zz = 0; zz < nz; zz++) {
 #pragma unroll
-    for (int k = 0; k < MI; k++) a[k] = fmaf(__ldcg(pb[k] + (long)zz * (HD + 2)), wz[wb[k] + zz], a[k]);
+      for (int k = 0; k < MI; k++) a[k] = fmaf(__ldcg(pb[k] + (long)zz * PART_LD), wz[wb[k] + zz], a[k]);
+    }
   }
+  if (ATTN_TIMING && tm && tid == 0) tm[2] = global_ns();
 #pragma unroll
   for (int k = 0; k < MI; k++) {
     const int i = tid + k * NTD;
@@ -554,7 +651,7 @@ __device__ __forceinline__ void attn_decode_impl(const u16* __restrict__ kc, con
     }
     __syncthreads();
     const int hh = h * G + g;
-    float* pz = part + (((long)t * heads + hh) * zmax + z) * (HD + 2);
+    float* pz = part + (((long)t * heads + hh) * zmax + z) * PART_LD;
     for (int d = tid; d < HD; d += NTD) {
       float s = 0.f;
 #pragma unroll 8
@@ -720,19 +817,6 @@ struct DecodePrepP {
   u64* timeline;
 };
 
-// ATTN_TIMING=1 (INFERNIX_CUDA_DEFINES; the bench's
-// INFERNIX_BENCH_ATTN_TIMING): thread 0 of every block of the folded
-// decode attention records 8 u64 at DecodePrepP.timeline + 8·(its index in
-// the grid): the global timer at entry, after PDL_WAIT, after its first
-// tile, after its main loop and at exit; its SM with bit 32 set when it
-// merged the splits of its head; its tiles; the head's splits. Why: at 32K
-// the decode attention takes ~41 µs a layer in the step (3.3 TB/s against
-// 4.2 for the copy), and run 14's profile put a quarter of it in ramp and
-// tail without saying which: late blocks, uneven splits, or the merge that
-// the rest of the GPU waits for. Changes no result.
-#ifndef ATTN_TIMING
-#define ATTN_TIMING 0
-#endif
 
 // ST (attn_decode_tc2, INFERNIX_CUDA_DECODE_ATTN=tc2; G ≤ 8): the same
 // attention with the products transposed, Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ: the
@@ -753,7 +837,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   const u64 at0 = ATTN_TIMING ? global_ns() : 0;
   PDL_ENTRY();
   const u64 at1 = ATTN_TIMING ? global_ns() : 0;
-  u64 at2 = 0;
+  u64 at2 = 0, atm[3] = {0, 0, 0};
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
   const int len = pos[t] + 1;
   const int start = z * chunk;
@@ -774,16 +858,22 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   const saddr_t sk0 = smem_addr(kvs) + (r0 * KV_LD + cg * 8) * 2;
   u16* const zv0 = kvs + (TP + r0) * KV_LD + cg * 8;
   const int off = r0 * HD + cg * 8;
+  // With PREP, the split that holds the new position stores it. Without
+  // ATTN_NEWROW it does so before it loads its tiles; with it, it loads
+  // them at once like the other splits, all but the new row, which it
+  // writes into the stage from the values it stores (nkv).
+  const bool newrow = PREP && ATTN_NEWROW && z == nz - 1;
+  __shared__ u16 nkv[PREP && ATTN_NEWROW ? 2 * HD : 1];
   auto load = [&](int it) {  // tile it of the split into its stage
     const int st = it % DSTAGES, p0 = start + it * TP;
+    const int e = newrow && it == ntiles - 1 ? end - 1 : end;  // the new position is end − 1
     if (TC_FAST) {
-      tc_load(sk0 + st * STG * 2, zv0 + st * STG, kc, vc, tab, p0, end, kvh, h, off, r0);
+      tc_load(sk0 + st * STG * 2, zv0 + st * STG, kc, vc, tab, p0, e, kvh, h, off, r0);
     } else {
-      decode_load<NT, 0, true>(kvs + st * STG, kc, vc, tab, p0, end, kvh, h);
+      decode_load<NT, 0, true>(kvs + st * STG, kc, vc, tab, p0, e, kvh, h);
     }
   };
-  // With PREP, the split that holds the new position stores it first.
-  const bool early = !PREP || z != nz - 1;
+  const bool early = !PREP || ATTN_NEWROW || z != nz - 1;
   if (early) {
 #pragma unroll
     for (int i = 0; i < DSTAGES - 1; i++) {
@@ -805,7 +895,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
         if (j < HD) qprep[g * HD + j] = v[e];
       }
     }
-    if (!early && warp < 2) {
+    if (z == nz - 1 && warp < 2) {
       // Warp 0: k (prepared, and written back to its row); warp 1: v.
       float* row = (warp == 0 ? pp->k : (float*)pp->v) + ((long)t * kvh + h) * HD;
       float v[PE];
@@ -817,7 +907,9 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       for (int e = 0; e < PE; e++) {
         const int j = lane + 32 * e;
         if (j < HD) {
-          dst[j] = kv_enc<KT>(v[e]);
+          const u16 x = kv_enc<KT>(v[e]);
+          dst[j] = x;
+          if (newrow) nkv[warp * HD + j] = x;
           if (warp == 0) row[j] = v[e];
         }
       }
@@ -879,6 +971,12 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     cp_async_commit();
     cp_async_wait<DSTAGES - 1>();  // tile it has landed (groups complete in order)
     __syncthreads();
+    if (newrow && it == ntiles - 1) {  // the new position's K and V rows, as stored
+      u16* sg = kvs + (it % DSTAGES) * STG;
+      const int r = end - 1 - (start + it * TP);
+      for (int j = tid; j < 2 * HD; j += NT) sg[(j < HD ? r : TP + r) * KV_LD + j % HD] = nkv[j];
+      __syncthreads();
+    }
     // This warp's 16 positions of the stage, at fixed offsets from kf, vf.
     const u32 so = (it % DSTAGES) * STG * 2;
     const int p0 = start + it * TP + warp * 16;
@@ -1044,7 +1142,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     if (single) {
       out[((long)t * heads + hh) * HD + d] = O / L;
     } else {
-      float* pz = part + (((long)t * heads + hh) * zmax + z) * (HD + 2);
+      float* pz = part + (((long)t * heads + hh) * zmax + z) * PART_LD;
       pz[d] = O;
       if (d == 0) {
         pz[HD] = M * 0.6931471805599453f;  // natural units, as attn_decode's partials
@@ -1055,7 +1153,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   bool wrote = single;
   if (!single) {
     __syncthreads();  // mw, lw and ow are read before the merge reuses the stages
-    wrote = decode_merge<NT>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz);
+    wrote = decode_merge<NT, DM_ASYNC != 0>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz, DSTAGES * STG / 2, atm);
   }
   if (PREP && wrote) {
     // Every other split of (t, h) has counted, so has read the raw q.
@@ -1063,7 +1161,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     for (int i = tid; i < G * HD; i += NT) qd[i] = qprep[i];
   }
   if (ATTN_TIMING && PREP && tid == 0 && pp->timeline != 0) {
-    u64* tp = pp->timeline + 8 * (((long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
+    u64* tp = pp->timeline + 16 * (((long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
     tp[0] = at0;
     tp[1] = at1;
     tp[2] = at2;
@@ -1072,6 +1170,9 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     tp[5] = sm_id() | (u64)(wrote && !single) << 32;
     tp[6] = ntiles;
     tp[7] = nz;
+    tp[8] = atm[0];
+    tp[9] = atm[1];
+    tp[10] = atm[2];
   }
 }
 

@@ -28,5 +28,10 @@ for v in ${DEMO_VARIANTS:-}; do [ -f "$work/demo/$v.tgz" ] && cp "$work/demo/$v.
 rm -f "$work/demo/"*.tgz
 tar czf "$out/logs.tgz" -C "$work" .
 for f in first late; do [ -f "$work/$f.txt" ] && { echo "=== $f"; sed -n '/^| group/,$p' "$work/$f.txt"; grep -E -- '--- FAIL' "$work/$f.txt" | head -20; }; done
+# The timelines (gemvtime, attntime) and the processes' figures, where run.
+[ -f "$work/first/log.txt" ] && grep -E "^== attntime|^attn timing|^gemv timing" "$work/first/log.txt" | head -40
+for j in "$work"/first/defvar*/bench-*.json "$work"/first/envvar*/bench-*.json; do
+  [ -f "$j" ] && echo "$(basename "$(dirname "$j")") [$(cat "$(dirname "$j")"/*.txt 2>/dev/null)] $(grep -oE '"decode_1lane_ctx(512|32k)_tok_s": *[0-9.]*' "$j" | tr '\n' ' ')"
+done
 [ -f "$work/run_all.txt" ] && { echo "=== demo"; grep -E "RESULT|^tool_fit|^no_tool|^add2|^capital|^think_format|word split|WARN|exit|Error" "$work/run_all.txt" | head -30; }
 ls -la "$out"

@@ -101,11 +101,22 @@ group bench 300 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" 
 mkdir -p "$out/gemvtime"
 group gemvtime 120 env INFERNIX_BENCH_GEMV_TIMING=1 INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/gemvtime" "$T" -test.v -test.run 'TestBench' -test.timeout 110s
 # attntime (not in the default groups): the folded decode attention's
-# block timeline (entry, PDL wait, first tile, main loop end, merge, exit)
-# at 640 and 32K, graph-replayed, every module compiled with ATTN_TIMING=1;
-# lines "attn timing ..." in the log, figures in $out/attntime/.
-mkdir -p "$out/attntime"
-group attntime 120 env INFERNIX_CUDA_DEFINES=ATTN_TIMING=1 INFERNIX_BENCH_ATTN_TIMING=1 INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/attntime" "$T" -test.v -test.run 'TestBench' -test.timeout 110s
+# block timeline (entry, PDL wait, first tile, main loop end, the merge's
+# phases, exit) at 640 and 32K, graph-replayed, every module compiled with
+# ATTN_TIMING=1 and, a process each, the defines of each entry of
+# ATTNTIME_DEFINES (';' between processes, "DM_ASYNC=0;ATTN_NEWROW=0";
+# default: one process with none); lines "attn timing ..." in the log after
+# "== attntime [defines]", figures in $out/attntimeN/.
+case " $groups " in *" attntime "*)
+  IFS=';' read -r -a attn_specs <<< "${ATTNTIME_DEFINES:-}"
+  [ ${#attn_specs[@]} -eq 0 ] && attn_specs=("")
+  for i in "${!attn_specs[@]}"; do
+    mkdir -p "$out/attntime$i"
+    echo "== attntime [${attn_specs[$i]}]" >> "$log"
+    echo "${attn_specs[$i]}" > "$out/attntime$i/defines.txt"
+    group attntime 120 env INFERNIX_CUDA_DEFINES="ATTN_TIMING=1 ${attn_specs[$i]}" INFERNIX_BENCH_ATTN_TIMING=1 INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/attntime$i" "$T" -test.v -test.run 'TestBench' -test.timeout 110s
+  done
+;; esac
 # defvars and envvars (not in the default groups): decode at 512 and 32K
 # only, a process per entry of a list (';' between processes), with a
 # process of the defaults first and last, for the drift between processes.

@@ -187,7 +187,8 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 				return
 			}
 		}
-		if part, ok = b.scratchPtr(scrAttn, uint64(T*heads*zmax*(hd+2)*4)); !ok {
+		// Rows of PART_LD = hd + 4 floats (kernels/attention.cu).
+		if part, ok = b.scratchPtr(scrAttn, uint64(T*heads*zmax*(hd+4)*4)); !ok {
 			return
 		}
 	}

@@ -12,12 +12,14 @@ import (
 
 // attnBlockTimes is one block's ATTN_TIMING record (kernels/attention.cu):
 // global-timer readings in ns, its SM, whether it merged its head's splits,
-// its tiles and its head's splits.
+// its tiles and its head's splits; when its count returned, and, when it
+// merged, when the split weights were ready and when the sums were added.
 type attnBlockTimes struct {
 	entry, waited, firstTile, loopEnd, exit uint64
 	sm                                      uint32
 	merged                                  bool
 	tiles, splits                           int
+	counted, weighted, summed               uint64
 }
 
 // attnTimelineStats summarises a launch's records: times in µs from the
@@ -30,8 +32,13 @@ type attnTimelineStats struct {
 	LoopEnd10, LoopEnd50  float64 // when the blocks' main loops ended
 	LoopEnd90, LoopEndMax float64
 	MergeMax              float64 // the longest merge (exit − loop end of a merging block)
-	ExitLast              float64 // the launch's span
-	TBs                   float64 // the K/V bytes over the span
+	// That merge's phases: loop end to its count's return (the partial
+	// written and published), to the split weights, to the sums added, to
+	// its exit (the outputs and the prepared q written).
+	MergeCount, MergeWeights float64
+	MergeSums, MergeOut      float64
+	ExitLast                 float64 // the launch's span
+	TBs                      float64 // the K/V bytes over the span
 }
 
 // summariseAttn reduces the records of one launch (kvBytes: the K/V bytes
@@ -59,7 +66,13 @@ func summariseAttn(bs []attnBlockTimes, kvBytes int64) (attnTimelineStats, bool)
 		s.Splits = max(s.Splits, b.splits)
 		if b.merged {
 			s.Merging++
-			s.MergeMax = max(s.MergeMax, float64(b.exit-b.loopEnd)/1e3)
+			if d := float64(b.exit-b.loopEnd) / 1e3; d >= s.MergeMax {
+				s.MergeMax = d
+				if b.counted >= b.loopEnd && b.weighted >= b.counted && b.summed >= b.weighted && b.exit >= b.summed {
+					s.MergeCount, s.MergeWeights = float64(b.counted-b.loopEnd)/1e3, float64(b.weighted-b.counted)/1e3
+					s.MergeSums, s.MergeOut = float64(b.summed-b.weighted)/1e3, float64(b.exit-b.summed)/1e3
+				}
+			}
 		}
 	}
 	for _, v := range [][]float64{waited, first, loop} {
@@ -82,7 +95,7 @@ func summariseAttn(bs []attnBlockTimes, kvBytes int64) (attnTimelineStats, bool)
 // last step: the graph-replayed path as the bench measures it.
 func benchAttnTiming(b *Backend, cfg *model.Config, res map[string]any, ctx int, step func(pos int)) {
 	const maxBlocks = 1 << 15
-	buf, err := b.malloc(64*maxBlocks, "attention timeline")
+	buf, err := b.malloc(128*maxBlocks, "attention timeline") // 16 u64 a block
 	if err != nil {
 		panic(err)
 	}
@@ -96,22 +109,23 @@ func benchAttnTiming(b *Backend, cfg *model.Config, res map[string]any, ctx int,
 	for i := 0; i < 4; i++ { // eager, capture, replay
 		step(ctx + i)
 	}
-	b.memset(buf, 0, 16*maxBlocks)
+	b.memset(buf, 0, 32*maxBlocks)
 	step(ctx + 4)
 	b.sync()
-	host := make([]float32, 16*maxBlocks)
-	b.ReadRows(&Tensor{ptr: buf, rows: 1, cols: 16 * maxBlocks, dt: backend.F32}, host)
+	host := make([]float32, 32*maxBlocks)
+	b.ReadRows(&Tensor{ptr: buf, rows: 1, cols: 32 * maxBlocks, dt: backend.F32}, host)
 	if b.err != nil {
 		panic(b.err)
 	}
 	var bs []attnBlockTimes
 	for i := 0; i < maxBlocks; i++ {
-		u := func(k int) uint64 { return hostU64(host, 8*i+k) }
+		u := func(k int) uint64 { return hostU64(host, 16*i+k) }
 		if u(0) == 0 {
 			continue
 		}
 		bs = append(bs, attnBlockTimes{entry: u(0), waited: u(1), firstTile: u(2), loopEnd: u(3), exit: u(4),
-			sm: uint32(u(5)), merged: u(5)>>32 != 0, tiles: int(u(6)), splits: int(u(7))})
+			sm: uint32(u(5)), merged: u(5)>>32 != 0, tiles: int(u(6)), splits: int(u(7)),
+			counted: u(8), weighted: u(9), summed: u(10)})
 	}
 	kvBytes := int64(ctx+5) * int64(cfg.NumKeyValueHeads) * int64(cfg.HeadDim) * 2 * 2
 	s, ok := summariseAttn(bs, kvBytes)
@@ -119,8 +133,9 @@ func benchAttnTiming(b *Backend, cfg *model.Config, res map[string]any, ctx int,
 		panic(fmt.Sprintf("attention timing at %d: no records or an impossible one (%d blocks; compiled with ATTN_TIMING=1?)", ctx, len(bs)))
 	}
 	res[fmt.Sprintf("attn_timing_ctx%d", ctx)] = s
-	fmt.Printf("attn timing ctx %6d  blocks %4d (merging %2d, %d splits, ≤%d tiles)  last wait end %5.2f  first tile %5.2f  loop end p10 %6.2f p50 %6.2f p90 %6.2f last %6.2f  merge max %5.2f  exit last %6.2f µs  %.2f TB/s\n",
-		ctx, s.Blocks, s.Merging, s.Splits, s.MaxTiles, s.WaitedLast, s.FirstTile, s.LoopEnd10, s.LoopEnd50, s.LoopEnd90, s.LoopEndMax, s.MergeMax, s.ExitLast, s.TBs)
+	fmt.Printf("attn timing ctx %6d  blocks %4d (merging %2d, %d splits, ≤%d tiles)  last wait end %5.2f  first tile %5.2f  loop end p10 %6.2f p50 %6.2f p90 %6.2f last %6.2f  merge max %5.2f (count %4.2f weights %4.2f sums %4.2f out %4.2f)  exit last %6.2f µs  %.2f TB/s\n",
+		ctx, s.Blocks, s.Merging, s.Splits, s.MaxTiles, s.WaitedLast, s.FirstTile, s.LoopEnd10, s.LoopEnd50, s.LoopEnd90, s.LoopEndMax,
+		s.MergeMax, s.MergeCount, s.MergeWeights, s.MergeSums, s.MergeOut, s.ExitLast, s.TBs)
 }
 
 func TestAttnTimelineSummary(t *testing.T) {
@@ -135,20 +150,27 @@ func TestAttnTimelineSummary(t *testing.T) {
 		if i == 3 {
 			exit = loop + 3000
 		}
-		bs = append(bs, attnBlockTimes{entry: w - 50, waited: w, firstTile: w + 2000, loopEnd: loop, exit: exit,
-			sm: uint32(i), merged: i == 3, tiles: 16, splits: 4})
+		bt := attnBlockTimes{entry: w - 50, waited: w, firstTile: w + 2000, loopEnd: loop, exit: exit,
+			sm: uint32(i), merged: i == 3, tiles: 16, splits: 4, counted: loop + 400}
+		if i == 3 { // counted after 0.4 µs, weights 0.8 later, sums 1.2, out 0.6
+			bt.weighted, bt.summed = loop+1200, loop+2400
+		}
+		bs = append(bs, bt)
 	}
 	got, ok := summariseAttn(bs, 23_000_000)
 	if !ok {
 		t.Fatal("a valid timeline was refused")
 	}
 	want := attnTimelineStats{Blocks: 4, Merging: 1, Splits: 4, MaxTiles: 16, WaitedLast: 0.3, FirstTile: 2,
-		LoopEnd10: 10, LoopEnd50: 12, LoopEnd90: 20, LoopEndMax: 20, MergeMax: 3, ExitLast: 23, TBs: 1}
+		LoopEnd10: 10, LoopEnd50: 12, LoopEnd90: 20, LoopEndMax: 20, MergeMax: 3, ExitLast: 23, TBs: 1,
+		MergeCount: 0.4, MergeWeights: 0.8, MergeSums: 1.2, MergeOut: 0.6}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	if got.Blocks != want.Blocks || got.Merging != want.Merging || got.Splits != want.Splits || got.MaxTiles != want.MaxTiles ||
 		!near(got.WaitedLast, want.WaitedLast) || !near(got.FirstTile, want.FirstTile) || !near(got.LoopEnd10, want.LoopEnd10) ||
 		!near(got.LoopEnd50, want.LoopEnd50) || !near(got.LoopEnd90, want.LoopEnd90) || !near(got.LoopEndMax, want.LoopEndMax) ||
-		!near(got.MergeMax, want.MergeMax) || !near(got.ExitLast, want.ExitLast) || !near(got.TBs, want.TBs) {
+		!near(got.MergeMax, want.MergeMax) || !near(got.ExitLast, want.ExitLast) || !near(got.TBs, want.TBs) ||
+		!near(got.MergeCount, want.MergeCount) || !near(got.MergeWeights, want.MergeWeights) ||
+		!near(got.MergeSums, want.MergeSums) || !near(got.MergeOut, want.MergeOut) {
 		t.Errorf("summary %+v, want %+v", got, want)
 	}
 	for name, bad := range map[string][]attnBlockTimes{

@@ -42,7 +42,7 @@ template <int KT> static void run(int kvh, int T, int pool, int zmax, int chunk,
   fwrite(vc.data(), 2, vc.size(), stdout);
   const float nan = __uint_as_float(0x7fc00000u);
   for (int deep = 0; deep < 4; deep++) {
-    std::vector<float> out((size_t)T * heads * HD, nan), part((size_t)T * heads * zmax * (HD + 2), nan);
+    std::vector<float> out((size_t)T * heads * HD, nan), part((size_t)T * heads * zmax * PART_LD, nan);
     std::vector<int> cnt((size_t)T * kvh, 0);
     const u16 *kp = kc.data(), *vp = vc.data();
     const float* qp = q.data();

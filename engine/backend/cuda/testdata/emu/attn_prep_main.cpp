@@ -15,6 +15,7 @@
 // cache's K and V (u16) and the split counters [T·kvh] (int32).
 #define HD 64
 #define G 4
+#define DM_ZC_MAX 4  // the merge copies its 11 splits (position 700) in three rounds
 #include "emu.h"
 #include "prelude_emu.h"
 #include <cstdio>
@@ -47,7 +48,7 @@ template <int KT> static void run(const int* hdr) {
   const float nan = __uint_as_float(0x7fc00000u);
   for (int way = 0; way < 4; way++) {
     const int fold = way & 1, st = way >> 1;  // ways 2, 3: attn_decode_tc2 (ST)
-    std::vector<float> q = q0, k = k0, out((size_t)T * heads * HD, nan), part((size_t)T * heads * zmax * (HD + 2), nan);
+    std::vector<float> q = q0, k = k0, out((size_t)T * heads * HD, nan), part((size_t)T * heads * zmax * PART_LD, nan);
     std::vector<u16> kc = kc0, vc = vc0;
     std::vector<int> cnt((size_t)T * kvh, 0);
     if (!fold) {

@@ -84,6 +84,10 @@ inline uint4 ld_stream(const void* p) {
 }
 template <class T> inline T __ldg(const T* p) { return *p; }
 template <class T> inline T __ldcg(const T* p) { return *(const volatile T*)p; }
+inline float2 __ldcg(const float2* p) {
+  const volatile float* f = (const volatile float*)p;
+  return float2{f[0], f[1]};
+}
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline u64 global_ns() { return 1; }
 inline u32 sm_id() { return 0; }
