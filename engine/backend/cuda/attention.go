@@ -183,7 +183,9 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			if deep {
 				decodeNT = 256
 			}
-			if cnt, ok = b.attnCounters(T * kvh); !ok {
+			// A counter per (token, KV head), then the splits' flags
+			// (DM_TICKET in kernels/attention.cu), zmax per counter.
+			if cnt, ok = b.attnCounters(T * kvh * (1 + zmax)); !ok {
 				return
 			}
 		}
