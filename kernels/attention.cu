@@ -496,102 +496,6 @@ __device__ __forceinline__ bool decode_merge(float* out, float* part, int* cnt, 
   return true;
 }
 
-// DM_TICKET=1 (attn_decode_tc): the merge without a count after the
-// partials. Each split takes a ticket (an atomic on the (t, h) counter) as
-// its last tile lands, so that the atomic's round trip overlaps that tile;
-// the split with the last ticket merges: it keeps its own partial in
-// registers (own, ownml), waits until every other split has flagged its
-// partial as written (flags: [T·kvh][zmax] ints after the counters, set to
-// 1 after a fence by each writer, reset to 0 by the merger), copies their
-// rows into shared memory with cp.async (one round trip) and adds them as
-// decode_merge does, in the same order: bit-identical. The others write
-// their partial, fence and flag it, and exit. No split waits on one that
-// has not taken its ticket, so no grid size can deadlock. Why: run 18
-// measured decode_merge at 5.3 µs of a 10.1 µs launch at 640 positions and
-// 8.1 µs of 46.5 at 32K, most of it in dependent round trips (partial
-// write, fence, count; weights; sums) while the rest of the GPU waited.
-// Used where every split's row fits the stages (G·nz·(PART_LD + 1) floats),
-// else decode_merge.
-#ifndef DM_TICKET
-#define DM_TICKET 1
-#endif
-template <int NTD, int MO>
-__device__ __forceinline__ bool decode_merge_ticket(float* out, const float* part, int* cnt, float* smem, int t, int h, int heads,
-                                                    int kvh, int zmax, int nz, int z, bool merger, const float (&own)[MO],
-                                                    const float* ownml, u64* tm) {
-  __shared__ float Ls[G];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  int* fl = cnt + gridDim.y * kvh + (t * kvh + h) * zmax;  // this (t, h)'s flags
-  if (!merger) {
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) atomicExch(fl + z, 1);
-    if (ATTN_TIMING && tm && tid == 0) tm[0] = global_ns();
-    return false;
-  }
-  if (warp == 0) {
-    for (int zz = lane; zz < nz; zz += 32) {
-      if (zz != z) {
-        while (*(volatile int*)(fl + zz) == 0) {
-        }
-      }
-    }
-  }
-  __threadfence();
-  __syncthreads();
-  if (ATTN_TIMING && tm && tid == 0) tm[0] = global_ns();
-  // The other splits' rows (sums, max, sum of exponentials) at ps
-  // [G][nz][PART_LD]; this split's max and sum go in its own row.
-  float* ps = smem;
-  float* wz = ps + G * nz * PART_LD;  // [G][nz]
-  const float* ph = part + ((long)t * heads + h * G) * zmax * PART_LD;
-  constexpr int CPR = PART_LD / 4;  // 16-byte pieces a row
-  for (int i = tid; i < G * nz * CPR; i += NTD) {
-    const int c = i % CPR, r = i / CPR, g = r / nz, zz = r - g * nz;
-    if (zz != z) cp_async16(smem_addr(ps + r * PART_LD + c * 4), ph + ((long)g * zmax + zz) * PART_LD + c * 4);
-  }
-  cp_async_commit();
-  if (tid < G) {
-    ps[(tid * nz + z) * PART_LD + HD] = ownml[2 * tid];
-    ps[(tid * nz + z) * PART_LD + HD + 1] = ownml[2 * tid + 1];
-  }
-  cp_async_wait<0>();
-  __syncthreads();
-  for (int g = warp; g < G; g += NTD / 32) {
-    const float* pg = ps + g * nz * PART_LD;
-    float m = NEG_INF;
-    for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, pg[zz * PART_LD + HD]);
-    m = warp_max(m);
-    float l = 0.f;
-    for (int zz = lane; zz < nz; zz += 32) {
-      const float w = expf(pg[zz * PART_LD + HD] - m);
-      wz[g * nz + zz] = w;
-      l += pg[zz * PART_LD + HD + 1] * w;
-    }
-    l = warp_sum(l);
-    if (lane == 0) Ls[g] = l;
-  }
-  __syncthreads();
-  if (ATTN_TIMING && tm && tid == 0) tm[1] = global_ns();
-#pragma unroll
-  for (int k = 0; k < MO; k++) {
-    const int i = tid + k * NTD;
-    if (i < G * HD) {
-      const int g = i / HD, d = i - g * HD;
-      const float* pk = ps + g * nz * PART_LD + d;
-      const float* wk = wz + g * nz;
-      float a = 0.f;
-      for (int zz = 0; zz < nz; zz++) a = fmaf(zz == z ? own[k] : pk[zz * PART_LD], wk[zz], a);
-      if (ATTN_TIMING && tm && tid == 0 && k == 0) tm[2] = global_ns();
-      out[((long)t * heads + h * G + g) * HD + d] = a / Ls[g];
-    }
-  }
-  if (tid < nz) fl[tid] = 0;
-  for (int zz = tid + NTD; zz < nz; zz += NTD) fl[zz] = 0;
-  if (tid == 0) cnt[t * kvh + h] = 0;
-  return true;
-}
-
 // The decode kernel body: NTD threads (a multiple of TP), ST stages, SWZ
 // swizzled unpadded rows (else padded), KT the cache's element type (a
 // template parameter rather than KVDT alone, so that the CPU emulation can
@@ -1046,10 +950,6 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
 #pragma unroll
     for (int i = 0; i < 4; i++) qa[ks][i] = pack_kt<KT>(x[i][0], x[i][1]);
   }
-  // DM_TICKET: whether this launch's splits merge by tickets, and this
-  // split's ticket (taken as its last tile lands).
-  const bool tk = DM_TICKET && nz > 1 && G * nz * (PART_LD + 1) <= DSTAGES * STG / 2;
-  int myticket = 0;
   constexpr int NO = ST ? HD / 16 : HD / 8;  // output accumulator tiles
   float o[NO][4];
 #pragma unroll
@@ -1071,7 +971,6 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     cp_async_commit();
     cp_async_wait<DSTAGES - 1>();  // tile it has landed (groups complete in order)
     __syncthreads();
-    if (tk && tid == 0 && it == ntiles - 1) myticket = atomicAdd(cnt + t * kvh + h, 1);
     if (newrow && it == ntiles - 1) {  // the new position's K and V rows, as stored
       u16* sg = kvs + (it % DSTAGES) * STG;
       const int r = end - 1 - (start + it * TP);
@@ -1224,19 +1123,9 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       ow[(warp * 16 + gq + 8) * HD + c] = o[nd][2], ow[(warp * 16 + gq + 8) * HD + c + 1] = o[nd][3];
     }
   }
-  __shared__ int ticket;
-  if (tk && tid == 0) ticket = myticket;
   __syncthreads();
   const bool single = nz == 1;
-  const bool merger = tk && ticket == nz - 1;
-  constexpr int MO = (G * HD + NT - 1) / NT;  // outputs a thread
-  float own[MO];                              // the merger's own partial sums
-  __shared__ float ownml[2 * G];              // and its maxima and sums of exponentials
-#pragma unroll
-  for (int k = 0; k < MO; k++) {
-    own[k] = 0.f;
-    const int i = tid + k * NT;
-    if (i >= G * HD) continue;
+  for (int i = tid; i < G * HD; i += NT) {
     const int g = i / HD, d = i - g * HD;
     float M = NEG_INF;
 #pragma unroll
@@ -1250,17 +1139,13 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       O = fmaf(f, ow[(w * 16 + g) * HD + d], O);
     }
     const int hh = h * G + g;
-    const float Mn = M * 0.6931471805599453f;  // natural units, as attn_decode's partials
     if (single) {
       out[((long)t * heads + hh) * HD + d] = O / L;
-    } else if (merger) {
-      own[k] = O;
-      if (d == 0) ownml[2 * g] = Mn, ownml[2 * g + 1] = L;
     } else {
       float* pz = part + (((long)t * heads + hh) * zmax + z) * PART_LD;
       pz[d] = O;
       if (d == 0) {
-        pz[HD] = Mn;
+        pz[HD] = M * 0.6931471805599453f;  // natural units, as attn_decode's partials
         pz[HD + 1] = L;
       }
     }
@@ -1268,11 +1153,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   bool wrote = single;
   if (!single) {
     __syncthreads();  // mw, lw and ow are read before the merge reuses the stages
-    if (tk) {
-      wrote = decode_merge_ticket<NT, MO>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz, z, merger, own, ownml, atm);
-    } else {
-      wrote = decode_merge<NT, DM_ASYNC != 0>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz, DSTAGES * STG / 2, atm);
-    }
+    wrote = decode_merge<NT, DM_ASYNC != 0>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz, DSTAGES * STG / 2, atm);
   }
   if (PREP && wrote) {
     // Every other split of (t, h) has counted, so has read the raw q.

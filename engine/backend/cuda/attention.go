@@ -183,9 +183,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			if deep {
 				decodeNT = 256
 			}
-			// A counter per (token, KV head), then the splits' flags
-			// (DM_TICKET in kernels/attention.cu), zmax per counter.
-			if cnt, ok = b.attnCounters(T * kvh * (1 + zmax)); !ok {
+			if cnt, ok = b.attnCounters(T * kvh); !ok {
 				return
 			}
 		}
