@@ -358,14 +358,22 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 // DM_ASYNC=1 (attn_decode_tc): the merging block copies the splits' sums
 // into its dead stages with cp.async (as many splits at a time as fit),
 // requested before it reads the splits' maxima and sums of exponentials
-// (each once, into shared memory), so that the merge waits about two L2
-// round trips instead of 2 + nz/DM_UNROLL. Why: run 18's timeline of the
-// folded decode attention put the merge at 5.3 µs of a 10.2 µs launch at
-// 640 positions (11 splits) and 8.0 of 47.6 at 32K (33 splits), while the
-// rest of the GPU waits for it. The same additions in the same order as
-// the loads from L2: bit-identical.
+// (each once, into shared memory), so that the sums take one round trip
+// instead of nz/DM_UNROLL. The same additions in the same order as the
+// loads from L2: bit-identical. Why: run 18's timeline of the folded decode
+// attention (ATTN_TIMING) put the merge at 5.3 µs of a 10.1 µs launch at
+// 640 positions (11 splits) and 8.1 of 46.5 at 32K (33 splits), while the
+// rest of the GPU waits for it. Measured (run 18 calls b, c; a process
+// each, with ATTN_NEWROW): the sums' phase 2.8 → 1.6–1.9 µs at 32K, but the
+// weights' grew as much (their loads queue behind the copies), the merge
+// 8.1–8.6 µs either way; decode 226.2, 226.9, 225.2 / 173.6, 172.1, 171.4
+// tok/s (512 / 32K) against 226.9, 227.9, 226.5 / 172.6, 172.9, 173.0
+// without. Off by default. (A merge by tickets, where the split whose last
+// tile landed last keeps its own partial and copies the others' once each
+// flagged its own, took 10.4 µs at 32K and 1.5–2% of the decode rate: 0a9a70e,
+// backed out. The merge moves ~67 KB into one SM at 32K, 20–30 GB/s.)
 #ifndef DM_ASYNC
-#define DM_ASYNC 1
+#define DM_ASYNC 0
 #endif
 #ifndef DM_ZC_MAX
 #define DM_ZC_MAX 1024  // the most splits copied at a time (the CPU emulation sets few)
@@ -373,11 +381,13 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 // ATTN_NEWROW=1 (attn_decode_tc_prep): the split holding the new position
 // requests its tiles before storing it (see there). Why: that split's
 // blocks started their loads after the k prep and store (two dependent
-// L2 round trips), and, finishing last, they are the ones that merge: run
-// 18 measured a median of 4.1 µs from the wait to the first tile at 640
-// positions. Bit-identical.
+// round trips), and, finishing last, they are the ones that merge: run 18
+// measured a median of 4.1 µs from the wait to the first tile at 640
+// positions. Bit-identical. Measured with DM_ASYNC (above): the launch's
+// span 10.6 → 9.9–10.1 µs at 640, no difference in the decode rate.
+// Off by default.
 #ifndef ATTN_NEWROW
-#define ATTN_NEWROW 1
+#define ATTN_NEWROW 0
 #endif
 // tm (ATTN_TIMING, thread 0): the global timer when the count returned,
 // when the split weights were ready, and when the sums were added.

@@ -32,6 +32,10 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
 	}
 	bin := emuBinary(t, "attnprep", "testdata/emu/attn_prep_main.cpp", "../../../kernels/attention.cu")
+	// The same with the opt-in merge and fold paths (DM_ASYNC, ATTN_NEWROW),
+	// which must give the same bits.
+	optBin := emuBinary(t, "attnprepopt", "testdata/emu/attn_prep_opt_main.cpp", "testdata/emu/attn_prep_main.cpp",
+		"../../../kernels/attention.cu")
 	r := newRand(t)
 	const hd, g, kvh, pool, maxpos = 64, 4, 2, 16, 768
 	heads := kvh * g
@@ -110,24 +114,34 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 					for _, x := range [][]float32{q, k, v, qw, kw, cos, sin, {scale, qeps, keps}, kf, vf} {
 						w(x)
 					}
-					stdout, err := runEmu(bin, in.Bytes())
-					if err != nil {
-						t.Fatal(err)
-					}
 					type result struct {
 						out, q, k []float32
 						kc, vc    []uint16
 						cnt       []int32
 					}
-					var res [4]result // separate, folded; then the same with attn_decode_tc2
-					for i := range res {
-						rs := &res[i]
-						rs.out, rs.q, rs.k = make([]float32, len(q)), make([]float32, len(q)), make([]float32, len(k))
-						rs.kc, rs.vc, rs.cnt = make([]uint16, len(kf)), make([]uint16, len(vf)), make([]int32, T*kvh)
-						for _, x := range []any{rs.out, rs.q, rs.k, rs.kc, rs.vc, rs.cnt} {
-							if err := binary.Read(stdout, binary.LittleEndian, x); err != nil {
-								t.Fatal(err)
+					run := func(bin string) (res [4]result) { // separate, folded; then the same with attn_decode_tc2
+						stdout, err := runEmu(bin, in.Bytes())
+						if err != nil {
+							t.Fatal(err)
+						}
+						for i := range res {
+							rs := &res[i]
+							rs.out, rs.q, rs.k = make([]float32, len(q)), make([]float32, len(q)), make([]float32, len(k))
+							rs.kc, rs.vc, rs.cnt = make([]uint16, len(kf)), make([]uint16, len(vf)), make([]int32, T*kvh)
+							for _, x := range []any{rs.out, rs.q, rs.k, rs.kc, rs.vc, rs.cnt} {
+								if err := binary.Read(stdout, binary.LittleEndian, x); err != nil {
+									t.Fatal(err)
+								}
 							}
+						}
+						return res
+					}
+					res := run(bin)
+					if kt == 1 && rc.norm { // one format is enough for the opt-in paths (the test's time)
+						opt := run(optBin)
+						for i := range res {
+							a, b := res[i], opt[i]
+							sameFold(t, a.out, b.out, a.q, b.q, a.k, b.k, a.kc, b.kc, a.vc, b.vc, a.cnt, b.cnt)
 						}
 					}
 					for _, pair := range [][2]int{{0, 1}, {2, 3}} {
@@ -207,8 +221,9 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 	}
 }
 
-// sameFold fails t unless the separate prep + attention and the folded
-// kernel left the same bits everywhere, and every split counter at zero.
+// sameFold fails t unless two runs (the separate prep + attention and the
+// folded kernel, or the defaults and the opt-in paths) left the same bits
+// everywhere, and every split counter at zero.
 func sameFold(t *testing.T, out, fout, q, fq, k, fk []float32, kc, fkc, vc, fvc []uint16, cnt, fcnt []int32) {
 	t.Helper()
 	for _, c := range []struct {
@@ -217,7 +232,7 @@ func sameFold(t *testing.T, out, fout, q, fq, k, fk []float32, kc, fkc, vc, fvc 
 	}{{"out", out, fout}, {"q", q, fq}, {"k", k, fk}} {
 		for i := range c.a {
 			if math.Float32bits(c.a[i]) != math.Float32bits(c.b[i]) {
-				t.Fatalf("%s: element %d is %v folded, %v apart", c.what, i, c.b[i], c.a[i])
+				t.Fatalf("%s: element %d is %v in the second run, %v in the first", c.what, i, c.b[i], c.a[i])
 			}
 		}
 	}
@@ -227,7 +242,7 @@ func sameFold(t *testing.T, out, fout, q, fq, k, fk []float32, kc, fkc, vc, fvc 
 	}{{"K cache", kc, fkc}, {"V cache", vc, fvc}} {
 		for i := range c.a {
 			if c.a[i] != c.b[i] {
-				t.Fatalf("%s: element %d is %#04x folded, %#04x apart", c.what, i, c.b[i], c.a[i])
+				t.Fatalf("%s: element %d is %#04x in the second run, %#04x in the first", c.what, i, c.b[i], c.a[i])
 			}
 		}
 	}

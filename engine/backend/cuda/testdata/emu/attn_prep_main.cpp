@@ -15,7 +15,6 @@
 // cache's K and V (u16) and the split counters [T·kvh] (int32).
 #define HD 64
 #define G 4
-#define DM_ZC_MAX 4  // the merge copies its 11 splits (position 700) in three rounds
 #include "emu.h"
 #include "prelude_emu.h"
 #include <cstdio>
