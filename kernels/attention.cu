@@ -825,6 +825,10 @@ struct DecodePrepP {
   float scale, qeps, keps;
   // ATTN_TIMING=1: where each block records its timeline (or 0).
   u64* timeline;
+  // Not 0: the splits only write their partials, and q is not written
+  // back (not even a one-split token's); attn_merge_splits merges them
+  // next (INFERNIX_CUDA_ATTN_DEFER).
+  int deferMerge;
 };
 
 
@@ -1161,11 +1165,11 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     }
   }
   bool wrote = single;
-  if (!single) {
+  if (!single && !(PREP && pp->deferMerge)) {
     __syncthreads();  // mw, lw and ow are read before the merge reuses the stages
     wrote = decode_merge<NT, DM_ASYNC != 0>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz, DSTAGES * STG / 2, atm);
   }
-  if (PREP && wrote) {
+  if (PREP && wrote && !pp->deferMerge) {
     // Every other split of (t, h) has counted, so has read the raw q.
     float* qd = (float*)q + ((long)t * heads + (long)h * G) * HD;
     for (int i = tid; i < G * HD; i += NT) qd[i] = qprep[i];
@@ -1194,6 +1198,63 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const Decod
   attn_decode_tc_impl<KVDT, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale, p.zmax, p.chunk,
                                   &p);
 }
+// attn_merge_splits (INFERNIX_CUDA_ATTN_DEFER=1): the merge of the folded
+// decode attention's splits as a kernel of its own, block (query head,
+// token), HD threads, launched after attn_decode_tc_prep with deferMerge
+// set: the same weights and additions in the same order as decode_merge
+// (bit-identical), spread over heads·T blocks instead of the last split of
+// each KV head, without the count's fence and atomic, and each thread's
+// sums requested before the weights are known. Why: run 18 measured the
+// in-kernel merge at 5.3 µs of the 10.2 µs launch at 640 positions and 8.0
+// of 47.6 at 32K (two dependent round trips before it starts, then ~67 KB
+// read into one SM); here a kernel boundary (hidden in part by PDL) and
+// about two round trips. Tokens whose range is one split were written by
+// the attention and are skipped. The host keeps zmax ≤ MS_MAXZ.
+#define MS_MAXZ 1024
+#define MS_BATCH 32
+extern "C" __global__ void attn_merge_splits(float* __restrict__ out, const float* __restrict__ part, const int* __restrict__ pos,
+                                             int heads, int zmax, int chunk) {
+  PDL_ENTRY();
+  __shared__ float wz[MS_MAXZ];
+  __shared__ float Ls;
+  const int hh = blockIdx.x, t = blockIdx.y, d = threadIdx.x, lane = d & 31, warp = d >> 5;
+  const int nz = (pos[t] + chunk) / chunk;  // ceil((pos + 1) / chunk)
+  if (nz == 1) return;
+  const float* pp = part + ((long)t * heads + hh) * zmax * PART_LD;
+  float pv[MS_BATCH];  // the first splits' sums of dim d, requested first
+#pragma unroll
+  for (int i = 0; i < MS_BATCH; i++) pv[i] = i < nz ? __ldcg(pp + (long)i * PART_LD + d) : 0.f;
+  if (warp == 0) {  // as decode_merge: a lane's splits in order, then the warp's sums
+    float m = NEG_INF;
+    for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * PART_LD + HD));
+    m = warp_max(m);
+    float l = 0.f;
+    for (int zz = lane; zz < nz; zz += 32) {
+      const float* pz = pp + (long)zz * PART_LD;
+      const float w = expf(__ldcg(pz + HD) - m);
+      wz[zz] = w;
+      l += __ldcg(pz + HD + 1) * w;
+    }
+    l = warp_sum(l);
+    if (lane == 0) Ls = l;
+  }
+  __syncthreads();
+  float a = 0.f;
+#pragma unroll
+  for (int i = 0; i < MS_BATCH; i++) {
+    if (i < nz) a = fmaf(pv[i], wz[i], a);
+  }
+  for (int z0 = MS_BATCH; z0 < nz; z0 += MS_BATCH) {
+#pragma unroll
+    for (int i = 0; i < MS_BATCH; i++) pv[i] = z0 + i < nz ? __ldcg(pp + (long)(z0 + i) * PART_LD + d) : 0.f;
+#pragma unroll
+    for (int i = 0; i < MS_BATCH; i++) {
+      if (z0 + i < nz) a = fmaf(pv[i], wz[z0 + i], a);
+    }
+  }
+  out[((long)t * heads + hh) * HD + d] = a / Ls;
+}
+
 #if G <= 8
 extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc2(ATTN_DECODE_ARGS) {
   attn_decode_tc_impl<KVDT, false, true>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);

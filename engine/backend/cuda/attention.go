@@ -202,7 +202,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		// The prep folded into the decode attention (struct DecodePrepP
 		// in kernels/attention.cu): no block of the launch reads a
 		// position that another stores.
-		var a [20]uint64
+		var a [21]uint64
 		a[0], a[1], a[2], a[3], a[4], a[5] = ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(part), ptr(cnt)
 		a[6], a[7], a[8], a[9], a[10] = ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), ptr(kk.ptr), ptr(vv.ptr)
 		a[11], a[12], a[13], a[14] = ptr(qn.w), ptr(kn.w), ptr(rope.tab.cos), ptr(rope.tab.sin)
@@ -211,7 +211,17 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		a[17] = pair(f32(scale), f32(qn.eps))
 		a[18] = f32(kn.eps)
 		a[19] = ptr(b.attnTimeline) // ATTN_TIMING's records, or 0
+		// The merge as a kernel of its own (attn_merge_splits: at most
+		// MS_MAXZ splits, HD threads a block).
+		deferMerge := b.attnDefer && zmax > 1 && zmax <= 1024 && ak.mergeSplits != nil && hd <= 1024
+		if deferMerge {
+			a[20] = 1
+		}
 		b.launch(foldK, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem), a[:]...)
+		if deferMerge {
+			b.launch(ak.mergeSplits, uint32(heads), uint32(T), 1, uint32(hd), 1, 0,
+				ptr(o.ptr), ptr(part), ptr(m.pos), i32(heads), i32(zmax), i32(chunk))
+		}
 		return
 	}
 	if prepped {

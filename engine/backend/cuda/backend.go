@@ -91,6 +91,7 @@ type Backend struct {
 	attnTimeline  driver.DevPtr // ATTN_TIMING: where the folded decode attention's blocks record theirs (0: nowhere)
 	attnDeep      int           // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
 	attnTC2       bool          // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
+	attnDefer     bool          // INFERNIX_CUDA_ATTN_DEFER=1: the folded decode attention's merge as its own kernel
 	attnStages    int           // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
 	kvDT          kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
 	launches      int           // kernel launches recorded (tests: did fusion happen)
@@ -120,9 +121,9 @@ type Backend struct {
 	g graphState
 }
 
-// maxArgs is the most 64-bit parameter slots a launch takes (struct GemvP
-// of kernels/gemv.cu takes 17).
-const maxArgs = 20
+// maxArgs is the most 64-bit parameter slots a launch takes (struct
+// DecodePrepP of kernels/attention.cu takes 21).
+const maxArgs = 24
 
 var _ backend.Backend = (*Backend)(nil)
 var _ backend.Checker = (*Backend)(nil)
@@ -245,6 +246,7 @@ func New(opt Options) (*Backend, error) {
 	// (run 13: 152 tok/s at 32K against the SIMT kernel's 142).
 	b.attnTC = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") != "simt" && !b.attnOld
 	b.attnTC2 = b.attnTC && os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "tc2"
+	b.attnDefer = os.Getenv("INFERNIX_CUDA_ATTN_DEFER") == "1"
 	b.prefillRows = 64
 	if os.Getenv("INFERNIX_CUDA_PREFILL_ROWS") == "128" {
 		b.prefillRows = 128

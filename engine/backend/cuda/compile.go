@@ -55,6 +55,7 @@ type attnKernels struct {
 	deep, deep3           *kernel
 	decodeTC              *kernel // attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): head dims that are multiples of 16 up to 128
 	decodeTCPrep          *kernel // attn_decode_tc with attn_prep folded in (one token per sequence)
+	mergeSplits           *kernel // attn_merge_splits: decodeTCPrep's splits merged (INFERNIX_CUDA_ATTN_DEFER)
 	decodeTCPerSM         int     // blocks of attn_decode_tc that fit an SM
 	decodeTC2             *kernel // attn_decode_tc2 (INFERNIX_CUDA_DECODE_ATTN=tc2): the transposed products, G ≤ 8
 	decodeTC2Prep         *kernel // and with attn_prep folded in
@@ -260,6 +261,7 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	if hd%16 == 0 && hd <= 128 { // the guard around attn_decode_tc in kernels/attention.cu
 		names["attn_decode_tc"] = &a.decodeTC
 		names["attn_decode_tc_prep"] = &a.decodeTCPrep
+		names["attn_merge_splits"] = &a.mergeSplits
 		if g <= 8 { // the guard around attn_decode_tc2
 			names["attn_decode_tc2"] = &a.decodeTC2
 			names["attn_decode_tc2_prep"] = &a.decodeTC2Prep

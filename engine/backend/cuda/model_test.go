@@ -437,13 +437,13 @@ func TestAttnPrepFold(t *testing.T) {
 	m := build(t, cfg, &testWeights{be: b, seed: r.Uint64()}, b)
 	ps := prompts(r, cfg.VocabSize, 50, 70)
 	const steps = 10
-	run := func(base int32, fold bool) ([][]float32, int) {
+	run := func(base int32, fold, deferMerge bool) ([][]float32, int) {
 		b.flush()
-		defer func(p bool) {
+		defer func(p, d bool) {
 			b.flush()
-			b.fz.prep = p
-		}(b.fz.prep)
-		b.fz.prep = fold
+			b.fz.prep, b.attnDefer = p, d
+		}(b.fz.prep, b.attnDefer)
+		b.fz.prep, b.attnDefer = fold, deferMerge
 		l := []*lane{{blocks: []int32{base, base + 1}}, {blocks: []int32{base + 2, base + 3}}}
 		step(t, m, l, ps)
 		n0 := b.launches
@@ -459,11 +459,25 @@ func TestAttnPrepFold(t *testing.T) {
 	}
 	// A first pass sizes the decode scratch (a step that grows it runs
 	// that layer unfused: other launches, other rounding).
-	run(16, true)
-	apart, nApart := run(0, false)
-	folded, nFolded := run(8, true)
+	run(16, true, false)
+	apart, nApart := run(0, false, false)
+	folded, nFolded := run(8, true, false)
 	if want := cfg.NumHiddenLayers * steps; nApart-nFolded != want {
 		t.Errorf("the fold saved %d launches (%d against %d), want %d", nApart-nFolded, nFolded, nApart, want)
+	}
+	// The fold's merge as its own kernel (INFERNIX_CUDA_ATTN_DEFER): one
+	// launch more a layer (these contexts take several splits), the same
+	// bits.
+	deferred, nDeferred := run(24, true, true)
+	if want := cfg.NumHiddenLayers * steps; nDeferred-nFolded != want {
+		t.Errorf("the deferred merge added %d launches (%d against %d), want %d", nDeferred-nFolded, nDeferred, nFolded, want)
+	}
+	for s := range folded {
+		for i, a := range folded[s] {
+			if math.Float32bits(a) != math.Float32bits(deferred[s][i]) {
+				t.Fatalf("row %d logit %d: %v folded, %v with the merge deferred", s, i, a, deferred[s][i])
+			}
+		}
 	}
 	exact, worst := 0, 0.0
 	for s := range apart {

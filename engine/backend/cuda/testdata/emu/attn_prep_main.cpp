@@ -19,6 +19,9 @@
 #include "prelude_emu.h"
 #include <cstdio>
 #include "attention.cu"
+#ifndef ATTN_DEFER_EMU
+#define ATTN_DEFER_EMU 0  // 1: the folds merge through attn_merge_splits (attn_prep_opt_main.cpp)
+#endif
 
 template <class T> static std::vector<T> readv(size_t n) {
   std::vector<T> v(n);
@@ -70,6 +73,7 @@ template <int KT> static void run(const int* hdr) {
       DecodePrepP p{kc.data(), vc.data(), q.data(), out.data(), part.data(), cnt.data(), tokTab.data(), pos.data(), tabs.data(),
                     k.data(), v.data(), norm ? qw.data() : 0, norm ? kw.data() : 0, half > 0 ? cosT.data() : 0, sinT.data(),
                     kvh, zmax, chunk, half, scale, qeps, keps};
+      p.deferMerge = ATTN_DEFER_EMU && zmax > 1;  // as the host: one split per token needs no merge
       emu_launch3(kvh, T, zmax, NT, 13, [=] {
         if (st) {
           attn_decode_tc_impl<KT, true, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale,
@@ -79,6 +83,12 @@ template <int KT> static void run(const int* hdr) {
                                         p.chunk, &p);
         }
       });
+      if (p.deferMerge) {
+        float* op = out.data();
+        const float* pp = part.data();
+        const int* posp = pos.data();
+        emu_launch3(heads, T, 1, HD, 17, [=] { attn_merge_splits(op, pp, posp, heads, zmax, chunk); });
+      }
     }
     fwrite(out.data(), 4, out.size(), stdout);
     fwrite(q.data(), 4, q.size(), stdout);
