@@ -831,7 +831,6 @@ struct DecodePrepP {
   int deferMerge;
 };
 
-
 // ST (attn_decode_tc2, INFERNIX_CUDA_DECODE_ATTN=tc2; G ≤ 8): the same
 // attention with the products transposed, Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ: the
 // tile's 16 positions of a warp (and the head dims) are the mma's M, the
