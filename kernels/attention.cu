@@ -1198,46 +1198,67 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const Decod
                                   &p);
 }
 // attn_merge_splits (INFERNIX_CUDA_ATTN_DEFER=1): the merge of the folded
-// decode attention's splits as a kernel of its own, block (query head,
-// token), HD threads, launched after attn_decode_tc_prep with deferMerge
-// set: the same weights and additions in the same order as decode_merge
-// (bit-identical), spread over heads·T blocks instead of the last split of
-// each KV head, without the count's fence and atomic, and each thread's
-// sums requested before the weights are known. Why: run 18 measured the
-// in-kernel merge at 5.3 µs of the 10.2 µs launch at 640 positions and 8.0
-// of 47.6 at 32K (two dependent round trips before it starts, then ~67 KB
-// read into one SM); here a kernel boundary (hidden in part by PDL) and
-// about two round trips. Tokens whose range is one split were written by
-// the attention and are skipped. The host keeps zmax ≤ MS_MAXZ.
+// decode attention's splits as a kernel of its own, one warp per (query
+// head, token, 32 dims), launched after attn_decode_tc_prep with
+// deferMerge set: the same weights and additions in the same order as
+// decode_merge (bit-identical), spread over heads·T·HD/32 warps instead of
+// the last split of each KV head, without the count's fence and atomic,
+// and with every load of a warp requested at once (up to MS_BATCH splits'
+// sums, and where nz ≤ 64 every split's max and sum of exponentials). Why:
+// run 18 measured the in-kernel merge at 5.3 µs of the 10.2 µs launch at
+// 640 positions and 8.0 of 47.6 at 32K (two dependent round trips before
+// it starts, then ~67 KB read into one SM); here a kernel boundary (hidden
+// in part by PDL) and about one round trip. Tokens whose range is one
+// split were written by the attention and are skipped. The host keeps
+// zmax ≤ MS_MAXZ.
 #define MS_MAXZ 1024
 #define MS_BATCH 32
-extern "C" __global__ void attn_merge_splits(float* __restrict__ out, const float* __restrict__ part, const int* __restrict__ pos,
-                                             int heads, int zmax, int chunk) {
+extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __restrict__ out, const float* __restrict__ part,
+                                                                   const int* __restrict__ pos, int heads, int zmax, int chunk) {
   PDL_ENTRY();
   __shared__ float wz[MS_MAXZ];
-  __shared__ float Ls;
-  const int hh = blockIdx.x, t = blockIdx.y, d = threadIdx.x, lane = d & 31, warp = d >> 5;
+  const int hh = blockIdx.x, t = blockIdx.y, lane = threadIdx.x, d = blockIdx.z * 32 + lane;
   const int nz = (pos[t] + chunk) / chunk;  // ceil((pos + 1) / chunk)
   if (nz == 1) return;
   const float* pp = part + ((long)t * heads + hh) * zmax * PART_LD;
-  float pv[MS_BATCH];  // the first splits' sums of dim d, requested first
+  const float* pd = pp + min(d, HD - 1);  // lanes past HD repeat the last dim, not written
+  float pv[MS_BATCH];                     // the first splits' sums of dim d
 #pragma unroll
-  for (int i = 0; i < MS_BATCH; i++) pv[i] = i < nz ? __ldcg(pp + (long)i * PART_LD + d) : 0.f;
-  if (warp == 0) {  // as decode_merge: a lane's splits in order, then the warp's sums
-    float m = NEG_INF;
+  for (int i = 0; i < MS_BATCH; i++) pv[i] = i < nz ? __ldcg(pd + (long)i * PART_LD) : 0.f;
+  // As decode_merge: a lane's splits zz = lane, lane + 32, … in order,
+  // then the warp's max and sum.
+  float m = NEG_INF, l = 0.f;
+  if (nz <= 64) {
+    float mz[2], lz[2];
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      const int zz = lane + 32 * j;
+      mz[j] = zz < nz ? __ldcg(pp + (long)zz * PART_LD + HD) : NEG_INF;
+      lz[j] = zz < nz ? __ldcg(pp + (long)zz * PART_LD + HD + 1) : 0.f;
+      m = fmaxf(m, mz[j]);
+    }
+    m = warp_max(m);
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      const int zz = lane + 32 * j;
+      if (zz < nz) {
+        const float w = expf(mz[j] - m);
+        wz[zz] = w;
+        l += lz[j] * w;
+      }
+    }
+  } else {
     for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * PART_LD + HD));
     m = warp_max(m);
-    float l = 0.f;
     for (int zz = lane; zz < nz; zz += 32) {
       const float* pz = pp + (long)zz * PART_LD;
       const float w = expf(__ldcg(pz + HD) - m);
       wz[zz] = w;
       l += __ldcg(pz + HD + 1) * w;
     }
-    l = warp_sum(l);
-    if (lane == 0) Ls = l;
   }
-  __syncthreads();
+  l = warp_sum(l);
+  __syncwarp();
   float a = 0.f;
 #pragma unroll
   for (int i = 0; i < MS_BATCH; i++) {
@@ -1245,13 +1266,13 @@ extern "C" __global__ void attn_merge_splits(float* __restrict__ out, const floa
   }
   for (int z0 = MS_BATCH; z0 < nz; z0 += MS_BATCH) {
 #pragma unroll
-    for (int i = 0; i < MS_BATCH; i++) pv[i] = z0 + i < nz ? __ldcg(pp + (long)(z0 + i) * PART_LD + d) : 0.f;
+    for (int i = 0; i < MS_BATCH; i++) pv[i] = z0 + i < nz ? __ldcg(pd + (long)(z0 + i) * PART_LD) : 0.f;
 #pragma unroll
     for (int i = 0; i < MS_BATCH; i++) {
       if (z0 + i < nz) a = fmaf(pv[i], wz[z0 + i], a);
     }
   }
-  out[((long)t * heads + hh) * HD + d] = a / Ls;
+  if (d < HD) out[((long)t * heads + hh) * HD + d] = a / l;
 }
 
 #if G <= 8

@@ -212,14 +212,14 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		a[18] = f32(kn.eps)
 		a[19] = ptr(b.attnTimeline) // ATTN_TIMING's records, or 0
 		// The merge as a kernel of its own (attn_merge_splits: at most
-		// MS_MAXZ splits, HD threads a block).
-		deferMerge := b.attnDefer && zmax > 1 && zmax <= 1024 && ak.mergeSplits != nil && hd <= 1024
+		// MS_MAXZ splits; a warp per query head, token and 32 dims).
+		deferMerge := b.attnDefer && zmax > 1 && zmax <= 1024 && ak.mergeSplits != nil
 		if deferMerge {
 			a[20] = 1
 		}
 		b.launch(foldK, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem), a[:]...)
 		if deferMerge {
-			b.launch(ak.mergeSplits, uint32(heads), uint32(T), 1, uint32(hd), 1, 0,
+			b.launch(ak.mergeSplits, uint32(heads), uint32(T), uint32((hd+31)/32), 32, 1, 0,
 				ptr(o.ptr), ptr(part), ptr(m.pos), i32(heads), i32(zmax), i32(chunk))
 		}
 		return

@@ -87,7 +87,7 @@ template <int KT> static void run(const int* hdr) {
         float* op = out.data();
         const float* pp = part.data();
         const int* posp = pos.data();
-        emu_launch3(heads, T, 1, HD, 17, [=] { attn_merge_splits(op, pp, posp, heads, zmax, chunk); });
+        emu_launch3(heads, T, (HD + 31) / 32, 32, 17, [=] { attn_merge_splits(op, pp, posp, heads, zmax, chunk); });
       }
     }
     fwrite(out.data(), 4, out.size(), stdout);
