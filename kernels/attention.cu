@@ -389,6 +389,25 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 #ifndef ATTN_NEWROW
 #define ATTN_NEWROW 0
 #endif
+// One head's split weights exp(m_z − M) into wz[z] and, in every lane,
+// Σ_z l_z·w_z, from the partials at pp (a warp; each lane takes splits
+// lane, lane + 32, … in order): the order decode_merge and
+// attn_merge_splits share, so that their results are the same bits.
+__device__ __forceinline__ float split_weights(const float* pp, int nz, float* wz) {
+  const int lane = threadIdx.x & 31;
+  float m = NEG_INF;
+  for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * PART_LD + HD));
+  m = warp_max(m);
+  float l = 0.f;
+  for (int zz = lane; zz < nz; zz += 32) {
+    const float* pz = pp + (long)zz * PART_LD;
+    const float w = expf(__ldcg(pz + HD) - m);
+    wz[zz] = w;
+    l += __ldcg(pz + HD + 1) * w;
+  }
+  return warp_sum(l);
+}
+
 // tm (ATTN_TIMING, thread 0): the global timer when the count returned,
 // when the split weights were ready, and when the sums were added.
 template <int NTD, bool ASYNC = false>
@@ -429,27 +448,26 @@ __device__ __forceinline__ bool decode_merge(float* out, float* part, int* cnt, 
   if (as) issue(0);
   for (int g = warp; g < G; g += NTD / 32) {
     const float* pp = ph + (long)g * zmax * PART_LD;
-    float m = NEG_INF;
-    if (as) {
+    float l;
+    if (as) {  // split_weights with each split's max and sum read once
+      float m = NEG_INF;
       for (int zz = lane; zz < nz; zz += 32) {
         const float2 v = __ldcg((const float2*)(pp + (long)zz * PART_LD + HD));
         ml[2 * (g * nz + zz)] = v.x;
         ml[2 * (g * nz + zz) + 1] = v.y;
         m = fmaxf(m, v.x);
       }
+      m = warp_max(m);
+      l = 0.f;
+      for (int zz = lane; zz < nz; zz += 32) {
+        const float w = expf(ml[2 * (g * nz + zz)] - m);
+        wz[g * nz + zz] = w;
+        l += ml[2 * (g * nz + zz) + 1] * w;
+      }
+      l = warp_sum(l);
     } else {
-      for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * PART_LD + HD));
+      l = split_weights(pp, nz, wz + g * nz);
     }
-    m = warp_max(m);
-    float l = 0.f;
-    for (int zz = lane; zz < nz; zz += 32) {
-      const float* pz = pp + (long)zz * PART_LD;
-      const float mz = as ? ml[2 * (g * nz + zz)] : __ldcg(pz + HD), lz = as ? ml[2 * (g * nz + zz) + 1] : __ldcg(pz + HD + 1);
-      const float w = expf(mz - m);
-      wz[g * nz + zz] = w;
-      l += lz * w;
-    }
-    l = warp_sum(l);
     if (lane == 0) Ls[g] = l;
   }
   __syncthreads();
@@ -1225,10 +1243,11 @@ extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __rest
   float pv[MS_BATCH];                     // the first splits' sums of dim d
 #pragma unroll
   for (int i = 0; i < MS_BATCH; i++) pv[i] = i < nz ? __ldcg(pd + (long)i * PART_LD) : 0.f;
-  // As decode_merge: a lane's splits zz = lane, lane + 32, … in order,
-  // then the warp's max and sum.
-  float m = NEG_INF, l = 0.f;
+  // split_weights, with every split's max and sum requested at once where
+  // nz ≤ 64 (the same order: a lane's splits lane, lane + 32).
+  float l;
   if (nz <= 64) {
+    float m = NEG_INF;
     float mz[2], lz[2];
 #pragma unroll
     for (int j = 0; j < 2; j++) {
@@ -1238,6 +1257,7 @@ extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __rest
       m = fmaxf(m, mz[j]);
     }
     m = warp_max(m);
+    l = 0.f;
 #pragma unroll
     for (int j = 0; j < 2; j++) {
       const int zz = lane + 32 * j;
@@ -1247,17 +1267,10 @@ extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __rest
         l += lz[j] * w;
       }
     }
+    l = warp_sum(l);
   } else {
-    for (int zz = lane; zz < nz; zz += 32) m = fmaxf(m, __ldcg(pp + (long)zz * PART_LD + HD));
-    m = warp_max(m);
-    for (int zz = lane; zz < nz; zz += 32) {
-      const float* pz = pp + (long)zz * PART_LD;
-      const float w = expf(__ldcg(pz + HD) - m);
-      wz[zz] = w;
-      l += __ldcg(pz + HD + 1) * w;
-    }
+    l = split_weights(pp, nz, wz);
   }
-  l = warp_sum(l);
   __syncwarp();
   float a = 0.f;
 #pragma unroll
