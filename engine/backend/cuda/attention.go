@@ -48,6 +48,10 @@ func (d kvDType) define() string { return [...]string{"KVDT=DT_BF16", "KVDT=DT_F
 // 0.02–0.026 to 0.001–0.008. Qwen3's K is RMS-normed per head and V is a
 // projection of RMS-normed activations, far inside f16's ±65504; stores
 // saturate there rather than overflow.
+// mergeSplitsMax is the most splits attn_merge_splits takes (MS_MAXZ in
+// kernels/attention.cu).
+const mergeSplitsMax = 1024
+
 func kvDTypeFromEnv(v string) (kvDType, bool) {
 	switch v {
 	case "", "f16":
@@ -211,9 +215,9 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		a[17] = pair(f32(scale), f32(qn.eps))
 		a[18] = f32(kn.eps)
 		a[19] = ptr(b.attnTimeline) // ATTN_TIMING's records, or 0
-		// The merge as a kernel of its own (attn_merge_splits: at most
-		// MS_MAXZ splits; a warp per query head, token and 32 dims).
-		deferMerge := b.attnDefer && zmax > 1 && zmax <= 1024 && ak.mergeSplits != nil
+		// The merge as a kernel of its own (attn_merge_splits: a warp per
+		// query head, token and 32 dims).
+		deferMerge := b.attnDefer && zmax > 1 && zmax <= mergeSplitsMax && ak.mergeSplits != nil
 		if deferMerge {
 			a[20] = 1
 		}
