@@ -389,6 +389,32 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 #ifndef ATTN_NEWROW
 #define ATTN_NEWROW 0
 #endif
+// ATTN_EARLY=1 (attn_decode_tc_prep): the splits that do not hold the new
+// position (all of them with ATTN_NEWROW) request their first tiles before
+// PDL_WAIT. Safe because only the previous kernel (the q|k|v product) may
+// still run when this one starts: every kernel lets the next launch only
+// after its own PDL_WAIT, so the kernel before that one has completed, and
+// the cache's old positions, the block tables and the positions were
+// written earlier still (by earlier steps, or copied before the step).
+// Why: run 18 measured 4.1 µs from the wait to the first tile at 640
+// positions and 8.0 at 32K, the GPU's bandwidth idle meanwhile.
+// Bit-identical (the same loads, issued sooner).
+#ifndef ATTN_EARLY
+#define ATTN_EARLY 0
+#endif
+// DEFER_LATE=1: with the merge deferred (DecodePrepP.deferMerge), the
+// attention's blocks let attn_merge_splits launch once their loop ends
+// (PDL_LATE's place) instead of at exit, so the merge's small blocks are
+// resident, waiting, when the last split completes. MS_TRIGGER=0:
+// attn_merge_splits lets the next kernel (o_proj's product) launch right
+// after its wait, so that product's blocks load their first weights while
+// the merge runs (its 32-thread blocks leave the SMs nearly free).
+// Neither changes a result; without MS_TRIGGER the merge follows
+// PDL_TRIGGER.
+#ifndef DEFER_LATE
+#define DEFER_LATE 0
+#endif
+
 // One head's split weights exp(m_z − M) into wz[z] and, in every lane,
 // Σ_z l_z·w_z, from the partials at pp (a warp; each lane takes splits
 // lane, lane + 32, … in order): the order decode_merge and
@@ -866,13 +892,13 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
                                                     const DecodePrepP* pp = 0) {
   constexpr int STG = 2 * TP * KV_LD;
   const u64 at0 = ATTN_TIMING ? global_ns() : 0;
-  PDL_ENTRY();
-  const u64 at1 = ATTN_TIMING ? global_ns() : 0;
-  u64 at2 = 0, atm[3] = {0, 0, 0};
+  // ATTN_EARLY (the fold): the splits' first tiles are requested before
+  // PDL_WAIT (below), so the wait comes after them.
+  constexpr bool preWait = PREP && ATTN_EARLY;
+  if (!preWait) PDL_ENTRY();
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
   const int len = pos[t] + 1;
   const int start = z * chunk;
-  if (start >= len) return;
   const int end = min(start + chunk, len);
   const int ntiles = (end - start + TP - 1) / TP;
   const int nz = (len + chunk - 1) / chunk;
@@ -905,7 +931,20 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     }
   };
   const bool early = !PREP || ATTN_NEWROW || z != nz - 1;
-  if (early) {
+  if (preWait) {
+    if (early && start < len) {
+#pragma unroll
+      for (int i = 0; i < DSTAGES - 1; i++) {
+        if (i < ntiles) load(i);
+        cp_async_commit();
+      }
+    }
+    PDL_ENTRY();
+  }
+  const u64 at1 = ATTN_TIMING ? global_ns() : 0;
+  u64 at2 = 0, atm[3] = {0, 0, 0};
+  if (start >= len) return;
+  if (early && !preWait) {
 #pragma unroll
     for (int i = 0; i < DSTAGES - 1; i++) {
       if (i < ntiles) load(i);
@@ -1113,7 +1152,11 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   }
   cp_async_wait<0>();
   const u64 at3 = ATTN_TIMING ? global_ns() : 0;
-  PDL_LATE();
+  if (PREP && DEFER_LATE && pp->deferMerge) {
+    PDL_LAUNCH();
+  } else {
+    PDL_LATE();
+  }
 #pragma unroll
   for (int i = 0; i < 2; i++) {
     if (ST) {  // a head's sum is spread over its column's 8 lanes
@@ -1215,7 +1258,8 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const Decod
   attn_decode_tc_impl<KVDT, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale, p.zmax, p.chunk,
                                   &p);
 }
-// attn_merge_splits (INFERNIX_CUDA_ATTN_DEFER=1): the merge of the folded
+// attn_merge_splits (the default; INFERNIX_CUDA_ATTN_DEFER=0: the last
+// split merges, decode_merge): the merge of the folded
 // decode attention's splits as a kernel of its own, one warp per (query
 // head, token, 32 dims), launched after attn_decode_tc_prep with
 // deferMerge set: the same weights and additions in the same order as
@@ -1226,14 +1270,21 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const Decod
 // run 18 measured the in-kernel merge at 5.3 µs of the 10.2 µs launch at
 // 640 positions and 8.0 of 47.6 at 32K (two dependent round trips before
 // it starts, then ~67 KB read into one SM); here a kernel boundary (hidden
-// in part by PDL) and about one round trip. Tokens whose range is one
+// in part by PDL) and about one round trip. Measured (run 19, a process
+// each): 229.9, 229.0 / 176.2, 176.3 tok/s at 512 / 32K against 227.7,
+// 227.4, 225.5 / 172.9, 172.8, 171.4 with the in-kernel merge. Tokens whose range is one
 // split were written by the attention and are skipped. The host keeps
 // zmax ≤ MS_MAXZ.
 #define MS_MAXZ 1024
 #define MS_BATCH 32
 extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __restrict__ out, const float* __restrict__ part,
                                                                    const int* __restrict__ pos, int heads, int zmax, int chunk) {
+#ifdef MS_TRIGGER
+  PDL_WAIT();
+  if (MS_TRIGGER == 0) PDL_LAUNCH();
+#else
   PDL_ENTRY();
+#endif
   __shared__ float wz[MS_MAXZ];
   const int hh = blockIdx.x, t = blockIdx.y, lane = threadIdx.x, d = blockIdx.z * 32 + lane;
   const int nz = (pos[t] + chunk) / chunk;  // ceil((pos + 1) / chunk)

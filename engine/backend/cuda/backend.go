@@ -91,7 +91,7 @@ type Backend struct {
 	attnTimeline  driver.DevPtr // ATTN_TIMING: where the folded decode attention's blocks record theirs (0: nowhere)
 	attnDeep      int           // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
 	attnTC2       bool          // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
-	attnDefer     bool          // INFERNIX_CUDA_ATTN_DEFER=1: the folded decode attention's merge as its own kernel
+	attnDefer     bool          // the folded decode attention's merge as its own kernel (INFERNIX_CUDA_ATTN_DEFER=0: in the last split)
 	attnStages    int           // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
 	kvDT          kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
 	launches      int           // kernel launches recorded (tests: did fusion happen)
@@ -246,7 +246,7 @@ func New(opt Options) (*Backend, error) {
 	// (run 13: 152 tok/s at 32K against the SIMT kernel's 142).
 	b.attnTC = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") != "simt" && !b.attnOld
 	b.attnTC2 = b.attnTC && os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "tc2"
-	b.attnDefer = os.Getenv("INFERNIX_CUDA_ATTN_DEFER") == "1"
+	b.attnDefer = os.Getenv("INFERNIX_CUDA_ATTN_DEFER") != "0"
 	b.prefillRows = 64
 	if os.Getenv("INFERNIX_CUDA_PREFILL_ROWS") == "128" {
 		b.prefillRows = 128

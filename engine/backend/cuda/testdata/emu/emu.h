@@ -32,6 +32,8 @@ typedef unsigned long long u64;
 #define PDL_LATE() \
   do {             \
   } while (0)
+#define PDL_WAIT()
+#define PDL_LAUNCH()
 #define NEG_INF (-INFINITY)
 
 struct emu_dim3 {
