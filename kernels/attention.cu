@@ -398,9 +398,11 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 // written earlier still (by earlier steps, or copied before the step).
 // Why: run 18 measured 4.1 µs from the wait to the first tile at 640
 // positions and 8.0 at 32K, the GPU's bandwidth idle meanwhile.
-// Bit-identical (the same loads, issued sooner).
+// Bit-identical (the same loads, issued sooner). Measured (run 19 call b,
+// the timeline): first tile 3.97 → 3.20 µs at 640, 7.71 → 5.57 at 32K, the
+// launch's last exit 41.25 → 40.61 µs at 32K; on by default.
 #ifndef ATTN_EARLY
-#define ATTN_EARLY 0
+#define ATTN_EARLY 1
 #endif
 // DEFER_LATE=1: with the merge deferred (DecodePrepP.deferMerge), the
 // attention's blocks let attn_merge_splits launch once their loop ends

@@ -20,6 +20,7 @@ type attnBlockTimes struct {
 	merged                                  bool
 	tiles, splits                           int
 	counted, weighted, summed               uint64
+	index                                   int // in the grid: (split·T + token)·kvh + KV head
 }
 
 // attnTimelineStats summarises a launch's records: times in µs from the
@@ -125,7 +126,7 @@ func benchAttnTiming(b *Backend, cfg *model.Config, res map[string]any, ctx int,
 		}
 		bs = append(bs, attnBlockTimes{entry: u(0), waited: u(1), firstTile: u(2), loopEnd: u(3), exit: u(4),
 			sm: uint32(u(5)), merged: u(5)>>32 != 0, tiles: int(u(6)), splits: int(u(7)),
-			counted: u(8), weighted: u(9), summed: u(10)})
+			counted: u(8), weighted: u(9), summed: u(10), index: i})
 	}
 	kvBytes := int64(ctx+5) * int64(cfg.NumKeyValueHeads) * int64(cfg.HeadDim) * 2 * 2
 	s, ok := summariseAttn(bs, kvBytes)
@@ -133,6 +134,10 @@ func benchAttnTiming(b *Backend, cfg *model.Config, res map[string]any, ctx int,
 		panic(fmt.Sprintf("attention timing at %d: no records or an impossible one (%d blocks; compiled with ATTN_TIMING=1?)", ctx, len(bs)))
 	}
 	res[fmt.Sprintf("attn_timing_ctx%d", ctx)] = s
+	rows, spread := attnBlockRows(bs, cfg.NumKeyValueHeads)
+	res[fmt.Sprintf("attn_blocks_ctx%d", ctx)] = rows
+	fmt.Printf("attn timing ctx %6d  loop ends' spread of means (max − min, µs): by KV head %.2f, by split %.2f, by SM %.2f; within an SM (mean |Δ| of its blocks) %.2f\n",
+		ctx, spread[0], spread[1], spread[2], spread[3])
 	fmt.Printf("attn timing ctx %6d  blocks %4d (merging %2d, %d splits, ≤%d tiles)  last wait end %5.2f  first tile %5.2f  loop end p10 %6.2f p50 %6.2f p90 %6.2f last %6.2f  merge max %5.2f (count %4.2f weights %4.2f sums %4.2f out %4.2f)  exit last %6.2f µs  %.2f TB/s\n",
 		ctx, s.Blocks, s.Merging, s.Splits, s.MaxTiles, s.WaitedLast, s.FirstTile, s.LoopEnd10, s.LoopEnd50, s.LoopEnd90, s.LoopEndMax,
 		s.MergeMax, s.MergeCount, s.MergeWeights, s.MergeSums, s.MergeOut, s.ExitLast, s.TBs)
@@ -181,6 +186,83 @@ func TestAttnTimelineSummary(t *testing.T) {
 	} {
 		if _, ok := summariseAttn(bad, 1); ok {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// attnBlockRows lays out a launch's records (one token: block i is KV head
+// i mod kvh, split i / kvh) as rows [head, split, SM, wait, first tile,
+// loop end, exit], times in µs from the earliest wait, for the JSON; and
+// how the loop ends group: the spread (max − min) of their means by KV
+// head, by split and by SM, and the mean |Δ| between blocks of one SM. Why:
+// at 32K the loops end over ~8 µs (run 18) with every block reading the
+// same bytes; which of these the lateness follows says what could even it.
+func attnBlockRows(bs []attnBlockTimes, kvh int) ([][7]float64, [4]float64) {
+	t0 := uint64(math.MaxUint64)
+	for _, b := range bs {
+		t0 = min(t0, b.waited)
+	}
+	us := func(t uint64) float64 { return float64(t-t0) / 1e3 }
+	rows := make([][7]float64, 0, len(bs))
+	byHead, bySplit, bySM := map[int][]float64{}, map[int][]float64{}, map[int][]float64{}
+	for _, b := range bs {
+		h, z := b.index%kvh, b.index/kvh
+		e := us(b.loopEnd)
+		rows = append(rows, [7]float64{float64(h), float64(z), float64(b.sm), us(b.waited), us(b.firstTile), e, us(b.exit)})
+		byHead[h] = append(byHead[h], e)
+		bySplit[z] = append(bySplit[z], e)
+		bySM[int(b.sm)] = append(bySM[int(b.sm)], e)
+	}
+	spreadOfMeans := func(g map[int][]float64) float64 {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, v := range g {
+			var m float64
+			for _, x := range v {
+				m += x
+			}
+			m /= float64(len(v))
+			lo, hi = min(lo, m), max(hi, m)
+		}
+		return hi - lo
+	}
+	var within float64
+	n := 0
+	for _, v := range bySM {
+		for i := range v {
+			for j := i + 1; j < len(v); j++ {
+				within += math.Abs(v[i] - v[j])
+				n++
+			}
+		}
+	}
+	if n > 0 {
+		within /= float64(n)
+	}
+	return rows, [4]float64{spreadOfMeans(byHead), spreadOfMeans(bySplit), spreadOfMeans(bySM), within}
+}
+
+func TestAttnBlockRows(t *testing.T) {
+	// kvh 2, 2 splits: blocks 0…3 are (head, split) (0,0) (1,0) (0,1)
+	// (1,1); blocks 0 and 2 share SM 7, 1 and 3 SM 9. Loop ends (µs after
+	// the first wait at 1 µs): 10, 14, 12, 20.
+	ends := []uint64{10_000, 14_000, 12_000, 20_000}
+	sms := []uint32{7, 9, 7, 9}
+	var bs []attnBlockTimes
+	for i := range ends {
+		w := uint64(1_000 + 100*i)
+		bs = append(bs, attnBlockTimes{entry: w, waited: w, firstTile: w + 1000, loopEnd: 1_000 + ends[i], exit: 2_000 + ends[i], sm: sms[i], index: i})
+	}
+	rows, spread := attnBlockRows(bs, 2)
+	if len(rows) != 4 || rows[3] != [7]float64{1, 1, 9, 0.3, 1.3, 20, 21} {
+		t.Fatalf("rows %v", rows)
+	}
+	// Means: by head 11 and 17 (spread 6); by split 12 and 16 (4); by SM
+	// 11 and 17 (6); within an SM |10−12| and |14−20|: mean 4.
+	want := [4]float64{6, 4, 6, 4}
+	for i := range want {
+		if math.Abs(spread[i]-want[i]) > 1e-9 {
+			t.Errorf("spread %v, want %v", spread, want)
+			break
 		}
 	}
 }
