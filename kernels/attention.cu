@@ -398,11 +398,14 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 // written earlier still (by earlier steps, or copied before the step).
 // Why: run 18 measured 4.1 µs from the wait to the first tile at 640
 // positions and 8.0 at 32K, the GPU's bandwidth idle meanwhile.
-// Bit-identical (the same loads, issued sooner). Measured (run 19 call b,
-// the timeline): first tile 3.97 → 3.20 µs at 640, 7.71 → 5.57 at 32K, the
-// launch's last exit 41.25 → 40.61 µs at 32K; on by default.
+// Bit-identical (the same loads, issued sooner). Measured (run 19 calls
+// b, c): the timeline's first tile 3.87 → 3.23 µs at 640, 7.65 → 5.57 at
+// 32K, the launch's last exit 43.33 → 40.93 µs at 32K (from the first
+// block's wait); but the step no faster: a process each, 175.8, 175.4,
+// 176.6, 175.3, 175.3 tok/s at 32K with it against 177.7, 176.8 without
+// (the early loads seem to slow the q|k|v product's tail as much). Off.
 #ifndef ATTN_EARLY
-#define ATTN_EARLY 1
+#define ATTN_EARLY 0
 #endif
 // DEFER_LATE=1: with the merge deferred (DecodePrepP.deferMerge), the
 // attention's blocks let attn_merge_splits launch once their loop ends
