@@ -57,6 +57,7 @@ __device__ __forceinline__ long kv_row(const int* tab, int p, int kvh, int h) {
 extern "C" __global__ void __launch_bounds__(NT) attn_split(
     const u16* __restrict__ kc, const u16* __restrict__ vc, const float* __restrict__ q, float* __restrict__ part,
     const int* __restrict__ tokTab, const int* __restrict__ pos, const int* __restrict__ tabs, int kvh, float scale, int zmax) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
   const int len = pos[t] + 1;
@@ -184,6 +185,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_split(
 #define COMBINE_MAXZ 1024
 extern "C" __global__ void attn_combine(float* __restrict__ out, const float* __restrict__ part, const int* __restrict__ pos,
                                         int heads, int zmax) {
+  STEP_TIMER();
   PDL_ENTRY();
   __shared__ float wz[COMBINE_MAXZ];
   __shared__ float red[32];
@@ -569,6 +571,7 @@ __device__ __forceinline__ void attn_decode_impl(const u16* __restrict__ kc, con
   constexpr int QS = NTD / TP;          // threads per position in the score phase
   constexpr int PGD = NTD / DG;         // position groups in P·V (threads past PGD·DG idle there)
   static_assert(NTD % TP == 0 && NTD % 32 == 0, "threads");
+  STEP_TIMER();
   PDL_ENTRY();
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
   const int len = pos[t] + 1;
@@ -895,6 +898,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
                                                     const int* __restrict__ tokTab, const int* __restrict__ pos,
                                                     const int* __restrict__ tabs, int kvh, float scale, int zmax, int chunk,
                                                     const DecodePrepP* pp = 0) {
+  STEP_TIMER();
   constexpr int STG = 2 * TP * KV_LD;
   const u64 at0 = ATTN_TIMING ? global_ns() : 0;
   // ATTN_EARLY (the fold): the splits' first tiles are requested before
@@ -1284,10 +1288,12 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const Decod
 #define MS_BATCH 32
 extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __restrict__ out, const float* __restrict__ part,
                                                                    const int* __restrict__ pos, int heads, int zmax, int chunk) {
+  STEP_TIMER();
 #ifdef MS_TRIGGER
   PDL_WAIT();
   if (MS_TRIGGER == 0) PDL_LAUNCH();
 #else
+  STEP_TIMER();
   PDL_ENTRY();
 #endif
   __shared__ float wz[MS_MAXZ];
@@ -1358,6 +1364,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc2_prep(const Deco
 // KT: the cache's element type (KVDT; a parameter for the CPU emulation).
 template <int KT>
 __device__ __forceinline__ void attn_prep_impl(const PrepP& p) {
+  STEP_TIMER();
   PDL_ENTRY();
   __shared__ float buf[PREP_WARPS][HD];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;

@@ -5,6 +5,7 @@
 // out[t, :] = table[ids[t], :] as f32. Grid: one block per token.
 template <int DT>
 __device__ __forceinline__ void embed_impl(float* out, const void* table, const int* ids, int cols) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int t = blockIdx.x;
   const long row = (long)ids[t] * cols;
@@ -19,6 +20,7 @@ extern "C" __global__ void embed_bf16(float* out, const void* table, const int* 
 // short rows (QK-norm over heads, prefill). In place (out == x) is allowed:
 // every element is read and written by the same lane.
 extern "C" __global__ void rmsnorm_warp(float* out, const float* x, const float* w, int rows, int n, float eps) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int row = blockIdx.x * blockDim.y + threadIdx.y;
   if (row >= rows) return;
@@ -51,6 +53,7 @@ extern "C" __global__ void rmsnorm_warp(float* out, const float* x, const float*
 // RMSNorm with one block per row: few long rows (decode). blockDim ≤ 1024,
 // a multiple of 32.
 extern "C" __global__ void rmsnorm_block(float* out, const float* x, const float* w, int n, float eps) {
+  STEP_TIMER();
   PDL_ENTRY();
   __shared__ float red[32];
   const int row = blockIdx.x;
@@ -100,6 +103,7 @@ extern "C" __global__ void rmsnorm_block(float* out, const float* x, const float
 template <bool BF>
 __device__ __forceinline__ void add_rmsnorm_impl(float* sum, const float* a, const float* b, float* out, uint2* outb,
                                                  const float* w, int n, float eps) {
+  STEP_TIMER();
   PDL_ENTRY();
   __shared__ float red[32];
   const long base = (long)blockIdx.x * n;
@@ -157,10 +161,12 @@ extern "C" __global__ void add_rmsnorm_bf(float* sum, const float* a, const floa
 
 // out = a + b over n floats (n4 = n / 4 float4s when vec).
 extern "C" __global__ void add_f32(float* out, const float* a, const float* b, long n) {
+  STEP_TIMER();
   PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) out[i] = a[i] + b[i];
 }
 extern "C" __global__ void add_f32x4(float4* out, const float4* a, const float4* b, long n4) {
+  STEP_TIMER();
   PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long)gridDim.x * blockDim.x) {
     float4 x = a[i], y = b[i];
@@ -170,10 +176,12 @@ extern "C" __global__ void add_f32x4(float4* out, const float4* a, const float4*
 
 // out = silu(gate) · up over n floats.
 extern "C" __global__ void swiglu_f32(float* out, const float* g, const float* u, long n) {
+  STEP_TIMER();
   PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) out[i] = silu(g[i]) * u[i];
 }
 extern "C" __global__ void swiglu_f32x4(float4* out, const float4* g, const float4* u, long n4) {
+  STEP_TIMER();
   PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long)gridDim.x * blockDim.x) {
     float4 a = g[i], b = u[i];
@@ -184,6 +192,7 @@ extern "C" __global__ void swiglu_f32x4(float4* out, const float4* g, const floa
 // swiglu_f32x4 that also writes out rounded to bf16 into outb (see
 // add_rmsnorm_bf): the down projection's input, converted where it is made.
 extern "C" __global__ void swiglu_f32x4_bf(float4* out, uint2* outb, const float4* g, const float4* u, long n4) {
+  STEP_TIMER();
   PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long)gridDim.x * blockDim.x) {
     float4 a = g[i], b = u[i];
@@ -197,6 +206,7 @@ extern "C" __global__ void swiglu_f32x4_bf(float4* out, uint2* outb, const float
 // cos/sin tables [maxPos, half] that already include the attention scaling.
 // Dimensions past 2·half of each head are left alone (partial rotary).
 extern "C" __global__ void rope_f32(float* x, const int* pos, const float* cosT, const float* sinT, int cols, int heads, int half) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int t = blockIdx.x;
   const int hd = cols / heads;
@@ -215,6 +225,7 @@ extern "C" __global__ void rope_f32(float* x, const int* pos, const float* cosT,
 
 // out[i, :] = x[idx[i], :]. Grid: one block per output row.
 extern "C" __global__ void gather_f32(float* out, const float* x, const int* idx, int cols) {
+  STEP_TIMER();
   PDL_ENTRY();
   const long src = (long)idx[blockIdx.x] * cols;
   float* o = out + (long)blockIdx.x * cols;
@@ -223,6 +234,7 @@ extern "C" __global__ void gather_f32(float* out, const float* x, const int* idx
 
 // f32 → bf16 (round to nearest even) over n elements, two per thread.
 extern "C" __global__ void to_bf16(u32* out, const float2* x, long n2) {
+  STEP_TIMER();
   PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n2; i += (long)gridDim.x * blockDim.x) {
     float2 v = x[i];
@@ -232,10 +244,12 @@ extern "C" __global__ void to_bf16(u32* out, const float2* x, long n2) {
 
 // Convert a weight of any dtype to f32 (norm scales are kept as f32).
 extern "C" __global__ void bf16_to_f32_k(float* out, const u16* x, long n) {
+  STEP_TIMER();
   PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) out[i] = bf16_to_f32(x[i]);
 }
 extern "C" __global__ void f16_to_f32_k(float* out, const u16* x, long n) {
+  STEP_TIMER();
   PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) out[i] = f16_to_f32(x[i]);
 }
@@ -247,6 +261,7 @@ extern "C" __global__ void f16_to_f32_k(float* out, const u16* x, long n) {
 template <int DT>
 __device__ __forceinline__ void kv_store_impl(u16* kc, u16* vc, const float* k, const float* v, const int* tokTab,
                                               const int* pos, const int* tabs, int kvh, int hd) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int t = blockIdx.x;
   const int p = pos[t];
@@ -267,6 +282,7 @@ extern "C" __global__ void kv_store_f16(KV_STORE_ARGS) { kv_store_impl<DT_F16>(k
 
 // out[t, :] += sigmoid(z[t]) · y[t, :] (a gated shared expert).
 extern "C" __global__ void sigmoid_gated_add(float* out, const float* y, const float* z, int cols) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int t = blockIdx.x;
   const float g = 1.f / (1.f + expf(-z[t]));
@@ -277,6 +293,7 @@ extern "C" __global__ void sigmoid_gated_add(float* out, const float* y, const f
 // index), uniform in [-scale, scale): random inputs for tests and benchmarks
 // without host copies.
 template <int DT> __device__ __forceinline__ void fill_random_impl(u16* out, long n, u32 seed, float scale) {
+  STEP_TIMER();
   PDL_ENTRY();
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
     u32 h = (u32)i * 0x9e3779b9u ^ seed;

@@ -18,6 +18,7 @@
 template <int DT, int R>
 __device__ __forceinline__ void gemv_impl(float* __restrict__ out, const float* __restrict__ x, const void* __restrict__ w,
                                           int T, int I, int O, int blk) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int o0 = (blk * GW_WARPS + warp) * GW_RW;
@@ -102,6 +103,7 @@ GEMV_MULTI(bf16, DT_BF16, 8)
 // output row, blockIdx.y = input row. Slow; for odd shapes only.
 template <int DT>
 __device__ __forceinline__ void gemv_scalar_impl(float* out, const float* x, const void* w, int I, int O) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int r = blockIdx.y;
@@ -126,6 +128,7 @@ extern "C" __global__ void gemv_scalar_f32(float* out, const float* x, const voi
 template <int DT>
 __device__ __forceinline__ void gemv_indexed_impl(float* __restrict__ out, const float* __restrict__ x, const u64* __restrict__ ptrs,
                                                   const int* __restrict__ idx, int xdiv, int I, int O) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int q = blockIdx.y;
   const void* w = (const void*)ptrs[idx[q]];
@@ -168,6 +171,7 @@ __device__ __forceinline__ void gemv_indexed_impl(float* __restrict__ out, const
 // Unaligned fallback: one warp per output row.
 template <int DT>
 __device__ __forceinline__ void gemv_indexed_scalar_impl(float* out, const float* x, const u64* ptrs, const int* idx, int xdiv, int I, int O) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int q = blockIdx.y;
   const int o = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -197,6 +201,7 @@ GEMV_INDEXED(f32, DT_F32)
 // the lower expert index, as a stable sort would), optionally renormalised to
 // sum to one. One warp per token; E ≤ 1024 (one bit per strided element).
 extern "C" __global__ void moe_route(const float* logits, int* topIdx, float* topW, int T, int E, int K, int norm) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int t = blockIdx.x * blockDim.y + threadIdx.y;
   if (t >= T) return;
@@ -240,6 +245,7 @@ extern "C" __global__ void moe_route(const float* logits, int* topIdx, float* to
 
 // out[t, :] = Σ_k w[t, k] · y[t·K + k, :].
 extern "C" __global__ void moe_combine(float* out, const float* y, const float* w, int K, int H) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int t = blockIdx.x;
   for (int j = threadIdx.x; j < H; j += blockDim.x) {
@@ -256,6 +262,7 @@ extern "C" __global__ void moe_combine(float* out, const float* y, const float* 
 // the same fmaf sequence as moe_combine, so the result is deterministic (no
 // float atomics) and equal to moe_combine's for equal y rows.
 extern "C" __global__ void moe_combine_rows(float* out, const float* y, const float* w, const int* rows, int K, int H) {
+  STEP_TIMER();
   PDL_ENTRY();
   const int t = blockIdx.x;
   for (int j = threadIdx.x; j < H; j += blockDim.x) {
@@ -835,9 +842,11 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
 #define GFW_MINB(N, R) ((N) == 0 && (R) <= 2 ? 4 : 1)
 #define GEMVF(M, N, R)                                                                                           \
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS, GF_MINB_R(R)) gemvf_m##M##_n##N##_r##R(const GemvP p) { \
+    STEP_TIMER();                                                                                                \
     gemvf<R, N, M, 0>(p);                                                                                        \
   }                                                                                                              \
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS, GFW_MINB(N, R)) gemvfw_m##M##_n##N##_r##R(const GemvP p) { \
+    STEP_TIMER();                                                                                                \
     gemvf<R, N, M, 1>(p);                                                                                        \
   }
 #define GEMVF_R(M, N) GEMVF(M, N, 1) GEMVF(M, N, 2) GEMVF(M, N, 4) GEMVF(M, N, 8)

@@ -130,6 +130,7 @@ template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i,
 #define PDL_ENTRY()                    \
   do {                                 \
     PDL_WAIT();                        \
+    step_waited();                     \
     if (PDL_TRIGGER == 0) PDL_LAUNCH(); \
   } while (0)
 #define PDL_LATE()                     \
@@ -166,6 +167,55 @@ __device__ __forceinline__ u32 sm_id() {
   asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
   return s;
 }
+
+// STEP_TIMING=1 (INFERNIX_CUDA_DEFINES; the bench's
+// INFERNIX_BENCH_STEP_TIMING): each launch of a kernel records, in slot
+// %gridid mod STEP_SLOTS of the table the host points step_tl at (8 u64 a
+// slot), the least and greatest grid id that wrote there (equal unless two
+// launches share the slot), and the first and last of its blocks' entries
+// (STEP_TIMER, at the top of the decode step's kernels), PDL_WAIT returns
+// (every kernel's PDL_ENTRY) and exits (STEP_TIMER's end): thread 0 of each
+// block, with atomics whose results are not waited for. Why: the products
+// measured alone add up to 4.04 ms of a 4.3 ms step at 512 positions, and
+// the attention's own timeline ends where the next kernel's begins; what
+// each kernel adds to the step, and how much of it overlaps its
+// neighbours under PDL, is measured nowhere else (Nsight Systems is not on
+// the GPU machine). Changes no result.
+#ifndef STEP_TIMING
+#define STEP_TIMING 0
+#endif
+#define STEP_SLOTS 4096
+#if STEP_TIMING && defined(__CUDA_ARCH__)
+__device__ u64* step_tl;
+__device__ __forceinline__ u64* step_slot() {
+  if (step_tl == 0 || threadIdx.x != 0 || threadIdx.y != 0 || threadIdx.z != 0) return 0;
+  u64 g;
+  asm volatile("mov.u64 %0, %%gridid;" : "=l"(g));
+  u64* s = step_tl + (g % STEP_SLOTS) * 8;
+  atomicMin(s, g);
+  atomicMax(s + 1, g);
+  return s;
+}
+__device__ __forceinline__ void step_mark(u64* s, int i) {
+  if (s == 0) return;
+  const u64 t = global_ns();
+  atomicMin(s + i, t);
+  atomicMax(s + i + 1, t);
+}
+__device__ __forceinline__ void step_waited() { step_mark(step_slot(), 4); }
+// The slot is found again at exit rather than held: nothing stays live
+// across the kernel (a held pointer made the 40-register products spill).
+struct StepTimer {
+  __device__ StepTimer() { step_mark(step_slot(), 2); }
+  __device__ ~StepTimer() { step_mark(step_slot(), 6); }
+};
+#define STEP_TIMER_CAT2(a, b) a##b
+#define STEP_TIMER_CAT(a, b) STEP_TIMER_CAT2(a, b)
+#define STEP_TIMER() StepTimer STEP_TIMER_CAT(step_timer_, __LINE__)
+#else
+#define step_waited()
+#define STEP_TIMER()
+#endif
 
 // Asynchronous global → shared copies (sm_80+).
 // Asks L2 for the 128-byte line holding p (a hint: no result depends on it).

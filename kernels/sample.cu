@@ -468,6 +468,7 @@ __device__ bool topp_cutoff(W w, int V, double target, float* wc, int* ic, doubl
 
 extern "C" __global__ void __launch_bounds__(1024)
     sample_rows(const SampleParams* __restrict__ P, int* lists, float* logits, int V, SampleOut* out) {
+  STEP_TIMER();
   PDL_ENTRY();
   __shared__ SampleShared S;
   const SampleParams p = P[blockIdx.x];

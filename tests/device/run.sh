@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench gemvtime attntime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench gemvtime attntime steptime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -117,6 +117,13 @@ case " $groups " in *" attntime "*)
     group attntime 120 env INFERNIX_CUDA_DEFINES="ATTN_TIMING=1 ${attn_specs[$i]}" INFERNIX_BENCH_ATTN_TIMING=1 INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/attntime$i" "$T" -test.v -test.run 'TestBench' -test.timeout 110s
   done
 ;; esac
+# steptime (not in the default groups): every launch of a graph-replayed
+# decode step at 640 and 32K positions (its first and last block's entry,
+# PDL_WAIT return and exit), every module compiled with STEP_TIMING=1 and
+# STEPTIME_DEFINES; what each kernel adds to the step in lines "step
+# timing ..." of the log, the launches in $out/steptime/.
+mkdir -p "$out/steptime"
+group steptime 120 env INFERNIX_CUDA_DEFINES="STEP_TIMING=1 ${STEPTIME_DEFINES:-}" INFERNIX_BENCH_STEP_TIMING=1 INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/steptime" "$T" -test.v -test.run 'TestBench' -test.timeout 110s
 # defvars and envvars (not in the default groups): decode at 512 and 32K
 # only, a process per entry of a list (';' between processes), with a
 # process of the defaults first and last, for the drift between processes.

@@ -72,6 +72,9 @@ func (b *Backend) exec(r *rec) error {
 	}
 	switch r.kind {
 	case recLaunch:
+		if b.stepNames != nil {
+			*b.stepNames = append(*b.stepNames, r.k.name)
+		}
 		copy(b.argv[:], r.args[:r.nargs])
 		// Kernels taking one struct parameter read it from argv's
 		// contiguous slots through argp[0].

@@ -68,6 +68,7 @@ type Driver struct {
 	cuCtxGetCurrent, cuMemcpyHtoD                                                 uintptr
 	cuProfilerStart, cuProfilerStop                                               uintptr
 	cuLaunchKernelEx                                                              uintptr
+	cuModuleGetGlobal                                                             uintptr
 }
 
 // LoadDriver opens libcuda.so.1 and initialises it. A missing library, a
@@ -115,6 +116,7 @@ func LoadDriver() (*Driver, error) {
 	d.cuProfilerStart = lib.optSym("cuProfilerStart")
 	d.cuProfilerStop = lib.optSym("cuProfilerStop")
 	d.cuLaunchKernelEx = lib.optSym("cuLaunchKernelEx")
+	d.cuModuleGetGlobal = lib.optSym("cuModuleGetGlobal_v2")
 	if err := d.check("cuInit", d.cuInit, 0); err != nil {
 		return nil, notAvailable(err)
 	}
@@ -328,6 +330,20 @@ func (d *Driver) ModuleGetFunction(m Module, name string) (Function, error) {
 	n := cstr(name)
 	err := d.check("cuModuleGetFunction("+name+")", d.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), uintptr(m), uintptr(unsafe.Pointer(&n[0])))
 	return f, err
+}
+
+// ModuleGetGlobal finds a module's __device__ variable by name: its
+// device address and size in bytes.
+func (d *Driver) ModuleGetGlobal(m Module, name string) (DevPtr, uint64, error) {
+	if d.cuModuleGetGlobal == 0 {
+		return 0, 0, fmt.Errorf("cuModuleGetGlobal(%s): not in this driver", name)
+	}
+	var p DevPtr
+	var size uint64
+	n := cstr(name)
+	err := d.check("cuModuleGetGlobal("+name+")", d.cuModuleGetGlobal, uintptr(unsafe.Pointer(&p)), uintptr(unsafe.Pointer(&size)),
+		uintptr(m), uintptr(unsafe.Pointer(&n[0])))
+	return p, size, err
 }
 
 // FuncSetAttribute sets a kernel attribute (e.g. its dynamic shared memory limit).

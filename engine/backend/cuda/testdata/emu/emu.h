@@ -33,6 +33,9 @@ typedef unsigned long long u64;
   do {             \
   } while (0)
 #define PDL_WAIT()
+#ifndef STEP_TIMER
+#define STEP_TIMER()
+#endif
 #define PDL_LAUNCH()
 #define NEG_INF (-INFINITY)
 

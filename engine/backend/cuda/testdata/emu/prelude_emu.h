@@ -11,6 +11,9 @@
 #define DT_BF16 2
 #define __align__(n) __attribute__((aligned(n)))
 #define PDL_WAIT()
+#ifndef STEP_TIMER
+#define STEP_TIMER()
+#endif
 #define PDL_LAUNCH()
 #define EXTERN_SMEM(T, name) T* name = (T*)emu_dyn_smem
 
