@@ -1291,9 +1291,9 @@ extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __rest
   STEP_TIMER();
 #ifdef MS_TRIGGER
   PDL_WAIT();
+  step_waited();
   if (MS_TRIGGER == 0) PDL_LAUNCH();
 #else
-  STEP_TIMER();
   PDL_ENTRY();
 #endif
   __shared__ float wz[MS_MAXZ];

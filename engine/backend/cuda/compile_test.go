@@ -51,6 +51,9 @@ func TestKernelsCompile(t *testing.T) {
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_TIMING=1"}})
 				// The step timeline (run.sh group steptime).
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "STEP_TIMING=1"}})
+				// The fold's opt-in placements (ATTN_EARLY, DEFER_LATE,
+				// MS_TRIGGER), timed.
+				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_EARLY=1", "DEFER_LATE=1", "MS_TRIGGER=0", "STEP_TIMING=1"}})
 			} else {
 				jobs = append(jobs, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=32", "G=4"}})
 			}

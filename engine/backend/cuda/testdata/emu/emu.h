@@ -35,6 +35,7 @@ typedef unsigned long long u64;
 #define PDL_WAIT()
 #ifndef STEP_TIMER
 #define STEP_TIMER()
+#define step_waited()
 #endif
 #define PDL_LAUNCH()
 #define NEG_INF (-INFINITY)

@@ -13,6 +13,7 @@
 #define PDL_WAIT()
 #ifndef STEP_TIMER
 #define STEP_TIMER()
+#define step_waited()
 #endif
 #define PDL_LAUNCH()
 #define EXTERN_SMEM(T, name) T* name = (T*)emu_dyn_smem
