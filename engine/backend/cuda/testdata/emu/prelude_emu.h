@@ -1,4 +1,5 @@
-// kernels/prelude.cuh for the CPU emulation (emu.h first): the same
+// kernels/prelude.cuh for the CPU emulation (emu.h first, which also
+// stands in for the PDL and STEP_TIMING macros): the same
 // helpers in plain C++, for the modules other than sample.cu (which needs
 // none of them). Vector types are plain aligned structs; cp.async copies at
 // once (cp_async_wait is a no-op), so a kernel that reads a stage before
@@ -10,12 +11,6 @@
 #define DT_F16 1
 #define DT_BF16 2
 #define __align__(n) __attribute__((aligned(n)))
-#define PDL_WAIT()
-#ifndef STEP_TIMER
-#define STEP_TIMER()
-#define step_waited()
-#endif
-#define PDL_LAUNCH()
 #define EXTERN_SMEM(T, name) T* name = (T*)emu_dyn_smem
 
 struct alignas(16) uint4 {
