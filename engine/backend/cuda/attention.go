@@ -41,6 +41,10 @@ func (d kvDType) String() string { return [...]string{"bf16", "f16"}[d] }
 // define is the kernels' -D option for the type (kernels/attention.cu).
 func (d kvDType) define() string { return [...]string{"KVDT=DT_BF16", "KVDT=DT_F16"}[d] }
 
+// mergeSplitsMax is the most splits attn_merge_splits takes (MS_MAXZ in
+// kernels/attention.cu).
+const mergeSplitsMax = 1024
+
 // kvDTypeFromEnv parses INFERNIX_CUDA_KV: "" or "f16" (the default), or
 // "bf16"; false for anything else (which keeps f16). f16 carries 11
 // significant bits to bf16's 8 in the same two bytes: on the H200 (run 10)
@@ -48,10 +52,6 @@ func (d kvDType) define() string { return [...]string{"KVDT=DT_BF16", "KVDT=DT_F
 // 0.02–0.026 to 0.001–0.008. Qwen3's K is RMS-normed per head and V is a
 // projection of RMS-normed activations, far inside f16's ±65504; stores
 // saturate there rather than overflow.
-// mergeSplitsMax is the most splits attn_merge_splits takes (MS_MAXZ in
-// kernels/attention.cu).
-const mergeSplitsMax = 1024
-
 func kvDTypeFromEnv(v string) (kvDType, bool) {
 	switch v {
 	case "", "f16":
