@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
 )
 
 // stepSlots and the slot layout are kernels/prelude.cuh's STEP_TIMING
@@ -162,6 +163,28 @@ func (s stepTimeline) jsonable() map[string]any {
 	return map[string]any{"launches": ls, "kernels": ks, "span": num(s.Span), "collided": s.Collided, "unmatched": s.Unmatched}
 }
 
+// pointStepTables sets every loaded module's step_tl to table (0: no
+// table) and returns how many modules have one (those compiled with
+// STEP_TIMING=1).
+func pointStepTables(b *Backend, table driver.DevPtr) int {
+	b.flush()
+	b.pin()
+	defer b.unpin()
+	v := binary.LittleEndian.AppendUint64(nil, uint64(table))
+	n := 0
+	for _, m := range b.mods {
+		addr, size, err := b.drv.ModuleGetGlobal(m, "step_tl")
+		if err != nil || size != 8 {
+			continue
+		}
+		if err := b.upload(addr, v); err != nil {
+			panic(err)
+		}
+		n++
+	}
+	return n
+}
+
 // stepTablePattern is an empty table: least values all ones, greatest zero.
 func stepTablePattern() []byte {
 	p := make([]byte, stepSlots*8*8)
@@ -182,39 +205,17 @@ func benchStepTiming(b *Backend, res map[string]any, ctx int, step func(pos int)
 		panic(err)
 	}
 	defer b.free(buf)
-	b.flush()
 	pattern := stepTablePattern()
-	ptrBytes := binary.LittleEndian.AppendUint64(nil, uint64(buf))
-	set := 0
-	b.pin()
-	for _, m := range b.mods {
-		addr, size, err := b.drv.ModuleGetGlobal(m, "step_tl")
-		if err != nil || size != 8 {
-			continue // a module compiled without STEP_TIMING
-		}
-		if err := b.upload(addr, ptrBytes); err != nil {
-			panic(err)
-		}
-		set++
+	if pointStepTables(b, buf) == 0 {
+		panic("step timing: no module has step_tl (compiled with STEP_TIMING=1?)")
 	}
+	// Later launches record nowhere.
+	defer pointStepTables(b, 0)
+	b.pin()
 	if err := b.upload(buf, pattern); err != nil {
 		panic(err)
 	}
 	b.unpin()
-	if set == 0 {
-		panic("step timing: no module has step_tl (compiled with STEP_TIMING=1?)")
-	}
-	defer func() {
-		// Point the modules back at nothing: later launches record nowhere.
-		b.flush()
-		b.pin()
-		for _, m := range b.mods {
-			if addr, size, err := b.drv.ModuleGetGlobal(m, "step_tl"); err == nil && size == 8 {
-				_ = b.upload(addr, make([]byte, 8))
-			}
-		}
-		b.unpin()
-	}()
 	var names, cur []string
 	b.stepNames = &cur
 	for i := 0; i < 4; i++ { // eager, capture, replay
