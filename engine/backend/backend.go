@@ -123,6 +123,9 @@ type Backend interface {
 	RoPE(x Tensor, heads int, pos []int32, r *Rope)
 	// Attention stores k and v ([T, kvHeads*headDim]) of every token in the
 	// cache, then writes causal GQA attention of q ([T, heads*headDim]) to out.
+	// q is an input only: its contents afterwards are unspecified (a backend
+	// may fold q's pending norm and rotation into the attention and not
+	// write them back), so callers must not read it after the call.
 	Attention(out, q, k, v Tensor, cache KVCache, layer int, b *AttnBatch, scale float32)
 	MoE(out, x Tensor, m *MoE)
 	// Gather copies rows idx of x into out.
