@@ -115,8 +115,13 @@ template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i,
 // completion. Measured on the H200 (run 14, Qwen3-8B decode at 512 / 32K,
 // tok/s): no PDL 213.2 / 164.0; with PDL, 0: 199.5 / 145.8, 1: 208.5 /
 // 161.8, 2: 219.1 / 167.7. Waiting blocks cost the running grid more than
-// their head start gains. Placement never changes a result: the next
-// kernel's PDL_WAIT still waits for this grid to complete.
+// their head start gains. 3: as 1, but a looped product's block (gemvf)
+// triggers only after its last share's main loop (under 1 it triggers
+// after its first, mid-kernel: run 17's 1 measured 6% slower, with the
+// loops). Why: the step's timeline (run 20) has each launch's first block
+// enter ~1.1 µs after the previous launch's last exit, 219 times a token.
+// Placement never changes a result: the next kernel's PDL_WAIT still waits
+// for this grid to complete.
 #ifndef PDL_TRIGGER
 #define PDL_TRIGGER 2
 #endif
@@ -133,9 +138,14 @@ template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i,
     step_waited();                     \
     if (PDL_TRIGGER == 0) PDL_LAUNCH(); \
   } while (0)
-#define PDL_LATE()                     \
-  do {                                 \
-    if (PDL_TRIGGER == 1) PDL_LAUNCH(); \
+#define PDL_LATE()                                        \
+  do {                                                    \
+    if (PDL_TRIGGER == 1 || PDL_TRIGGER == 3) PDL_LAUNCH(); \
+  } while (0)
+// PDL_LATE in a looped block's share; last: its last share.
+#define PDL_LATE_LAST(last)                 \
+  do {                                      \
+    if (PDL_TRIGGER != 3 || (last)) PDL_LATE(); \
   } while (0)
 
 __device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }
@@ -168,7 +178,7 @@ __device__ __forceinline__ u32 sm_id() {
   return s;
 }
 
-// STEP_TIMING=1 (INFERNIX_CUDA_DEFINES; the bench's
+// STEP_TIMING=1 or 2 (INFERNIX_CUDA_DEFINES; the bench's
 // INFERNIX_BENCH_STEP_TIMING): each launch of a kernel records, in slot
 // %gridid mod STEP_SLOTS of the table the host points step_tl at (8 u64 a
 // slot), the least and greatest grid id that wrote there (equal unless two
@@ -192,15 +202,21 @@ __device__ __forceinline__ u64* step_slot() {
   u64 g;
   asm volatile("mov.u64 %0, %%gridid;" : "=l"(g));
   u64* s = step_tl + (g % STEP_SLOTS) * 8;
-  atomicMin(s, g);
-  atomicMax(s + 1, g);
+  if (STEP_TIMING == 1 || (blockIdx.x | blockIdx.y | blockIdx.z) == 0) {
+    atomicMin(s, g);
+    atomicMax(s + 1, g);
+  }
   return s;
 }
+// STEP_TIMING=2 records only the first entry and wait and the last exit:
+// 3 atomics a block instead of 12, all launches' blocks aiming at the same
+// few addresses (STEP_TIMING=1 slowed the step by ~15%, 200 against 231
+// tok/s at 640 positions, run 20).
 __device__ __forceinline__ void step_mark(u64* s, int i) {
   if (s == 0) return;
   const u64 t = global_ns();
-  atomicMin(s + i, t);
-  atomicMax(s + i + 1, t);
+  if (STEP_TIMING == 1 || i != 6) atomicMin(s + i, t);
+  if (STEP_TIMING == 1 || i == 6) atomicMax(s + i + 1, t);
 }
 __device__ __forceinline__ void step_waited() { step_mark(step_slot(), 4); }
 // The slot is found again at exit rather than held: nothing stays live

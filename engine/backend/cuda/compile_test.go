@@ -50,7 +50,7 @@ func TestKernelsCompile(t *testing.T) {
 				// The block timeline (run.sh group attntime).
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_TIMING=1"}})
 				// The step timeline (run.sh group steptime).
-				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "STEP_TIMING=1"}})
+				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "STEP_TIMING=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "STEP_TIMING=2"}})
 				// The fold's opt-in placements (ATTN_EARLY, DEFER_LATE,
 				// MS_TRIGGER), timed.
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_EARLY=1", "DEFER_LATE=1", "MS_TRIGGER=0", "STEP_TIMING=1"}})
@@ -69,8 +69,8 @@ func TestKernelsCompile(t *testing.T) {
 					job{m, []string{"HD=128", "G=2", kvF16.define(), "PF_ROWS=128"}})
 			}
 		case "gemv.cu":
-			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}}, job{m, []string{"GF_L2PF=1"}}, job{m, []string{"GF_TIMING=1"}},
-				job{m, []string{"STEP_TIMING=1"}})
+			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}}, job{m, []string{"PDL_TRIGGER=3"}}, job{m, []string{"GF_L2PF=1"}}, job{m, []string{"GF_TIMING=1"}},
+				job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}})
 			// The fused products' variants (gemvf_variant.go) the bench measures.
 			// INFERNIX_COMPILE_GEMVF="GF_MINB=6;GF_KSS=2": others too
 			// (with INFERNIX_PTXAS_VERBOSE, their registers and spills).
@@ -86,7 +86,7 @@ func TestKernelsCompile(t *testing.T) {
 				jobs = append(jobs, job{m, v.defs})
 			}
 		default:
-			jobs = append(jobs, job{m, nil}, job{m, []string{"STEP_TIMING=1"}})
+			jobs = append(jobs, job{m, nil}, job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}})
 		}
 	}
 	for _, j := range jobs {

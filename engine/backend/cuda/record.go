@@ -125,11 +125,17 @@ func (b *Backend) submit(r *rec) {
 	switch g.mode {
 	case modeReplay:
 		if g.match(r) {
+			if b.stepNames != nil && r.kind == recLaunch {
+				*b.stepNames = append(*b.stepNames, r.k.name)
+			}
 			return
 		}
 		b.leaveGraph()
 	case modeCapture:
 		g.cur = append(g.cur, *r)
+		if !b.inlineCopies {
+			return // enqueued by endStep, the metadata copies first (captureTrace)
+		}
 		runtime.LockOSThread()
 		err := b.exec(r)
 		runtime.UnlockOSThread()
@@ -344,6 +350,16 @@ func (b *Backend) endStep() {
 		g.Replays++
 		b.fail(b.drv.GraphLaunch(hit.exec, b.stream))
 	case modeCapture:
+		if !b.inlineCopies {
+			if err := b.captureTrace(g.cur); err != nil {
+				if gr, _ := b.drv.EndCapture(b.stream); gr != 0 {
+					b.drv.GraphDestroy(gr) //nolint:errcheck // discarding
+				}
+				b.logf("cuda: capturing a graph of %d records: %v", len(g.cur), err)
+				b.leaveGraphAfterEnd()
+				return
+			}
+		}
 		gr, err := b.drv.EndCapture(b.stream)
 		if err != nil || gr == 0 {
 			b.logf("cuda: ending a capture of %d records: %v", len(g.cur), err)
@@ -374,6 +390,51 @@ func (b *Backend) endStep() {
 			g.want[g.T] = true
 		}
 	}
+}
+
+// captureTrace enqueues a forward's records into the capture: one copy of
+// the metadata arena's staged range first, then the other records in
+// order. Why: a copy node between two kernels breaks their PDL chain; the
+// step's timeline (run 20) had layer 0's attention start ~11 µs after the
+// q|k|v product, behind its metadata's copies, against ~1 µs for every
+// other launch. Every region a forward stages is fresh (the arena is
+// bump-allocated and reset only between forwards), so no launch of the
+// forward reads or writes one before its own copy: copying all of them
+// first changes no result. Copies to anything but the arena keep their
+// place.
+func (b *Backend) captureTrace(trace []rec) error {
+	lo, hi := -1, 0
+	for i := range trace {
+		r := &trace[i]
+		if r.kind != recHtoD {
+			continue
+		}
+		off, n := int(r.args[1]), int(r.args[2])
+		if driver.DevPtr(r.args[0]) != b.meta.dev+driver.DevPtr(off) {
+			lo = -2 // not the arena's mirror: every copy keeps its place
+			break
+		}
+		if n > 0 && (lo < 0 || off < lo) {
+			lo = off
+		}
+		hi = max(hi, off+n)
+	}
+	if lo >= 0 {
+		hoisted := rec{kind: recHtoD, nargs: 3}
+		hoisted.args[0], hoisted.args[1], hoisted.args[2] = uint64(b.meta.dev+driver.DevPtr(lo)), uint64(lo), uint64(hi-lo)
+		if err := b.exec(&hoisted); err != nil {
+			return err
+		}
+	}
+	for i := range trace {
+		if lo >= 0 && trace[i].kind == recHtoD {
+			continue
+		}
+		if err := b.exec(&trace[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // leaveGraphAfterEnd runs the captured records eagerly after a capture that

@@ -216,15 +216,8 @@ func benchStepTiming(b *Backend, res map[string]any, ctx int, step func(pos int)
 		panic(err)
 	}
 	b.unpin()
-	var names, cur []string
-	b.stepNames = &cur
 	for i := 0; i < 4; i++ { // eager, capture, replay
-		cur = cur[:0]
 		step(ctx + i)
-		b.flush()
-		if len(cur) > 0 {
-			names = append(names[:0], cur...)
-		}
 	}
 	b.sync()
 	b.pin()
@@ -232,14 +225,14 @@ func benchStepTiming(b *Backend, res map[string]any, ctx int, step func(pos int)
 		panic(err)
 	}
 	b.unpin()
-	cur = cur[:0]
+	// The timed step's launches by name, in order, whether they run
+	// eagerly, are captured or replay a graph (submit, exec).
+	var names []string
+	b.stepNames = &names
 	step(ctx + 4)
 	b.flush()
 	b.sync()
 	b.stepNames = nil
-	if len(cur) > 0 {
-		names = cur // this step ran eagerly: its own launches
-	}
 	host := make([]float32, stepSlots*8*2)
 	b.ReadRows(&Tensor{ptr: buf, rows: 1, cols: len(host), dt: backend.F32}, host)
 	if b.err != nil {
