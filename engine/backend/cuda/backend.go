@@ -93,6 +93,7 @@ type Backend struct {
 	attnDeep      int           // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
 	attnTC2       bool          // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
 	attnDefer     bool          // the folded decode attention's merge as its own kernel (INFERNIX_CUDA_ATTN_DEFER=0: in the last split)
+	inlineCopies  bool          // captured graphs keep their metadata copies where they were recorded (INFERNIX_CUDA_GRAPH_COPIES=inline)
 	attnStages    int           // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
 	kvDT          kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
 	launches      int           // kernel launches recorded (tests: did fusion happen)
@@ -199,8 +200,9 @@ func New(opt Options) (*Backend, error) {
 		b.logf("cuda: INFERNIX_CUDA_GEMVF: %v; the default fused products are used", verr)
 	}
 	// Where PDL kernels let the next one launch (kernels/prelude.cuh):
-	// 0 at entry, 1 after their main loop, 2 at exit (the default).
-	if v := os.Getenv("INFERNIX_CUDA_PDL_TRIGGER"); v == "0" || v == "1" {
+	// 0 at entry, 1 after their main loop, 2 at exit (the default), 3 as
+	// 1 but after a looped product block's last main loop.
+	if v := os.Getenv("INFERNIX_CUDA_PDL_TRIGGER"); v == "0" || v == "1" || v == "3" {
 		b.globalDefs = []string{"PDL_TRIGGER=" + v}
 	}
 	// INFERNIX_CUDA_DEFINES="NAME=V NAME2=V": more defines for every
@@ -248,6 +250,7 @@ func New(opt Options) (*Backend, error) {
 	b.attnTC = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") != "simt" && !b.attnOld
 	b.attnTC2 = b.attnTC && os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "tc2"
 	b.attnDefer = os.Getenv("INFERNIX_CUDA_ATTN_DEFER") != "0"
+	b.inlineCopies = os.Getenv("INFERNIX_CUDA_GRAPH_COPIES") == "inline"
 	b.prefillRows = 64
 	if os.Getenv("INFERNIX_CUDA_PREFILL_ROWS") == "128" {
 		b.prefillRows = 128
