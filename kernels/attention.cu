@@ -36,6 +36,13 @@
 #define DG (HD / 8)     // 16-byte groups per row
 #define PG (NT / DG)    // position groups in the P·V phase (threads past PG·DG idle there)
 #define KV_LD (HD + 8)  // shared-memory row of a K/V tile (padded: conflict-free 16-byte reads)
+// OW_PAD: the padding of the tensor-core decode attention's rows of its
+// warps' output sums (ow), so that a warp's float2 stores of 8 rows hit
+// distinct banks; 0 (as before run 20): 128-float rows, 8-way conflicts
+// in the 1.6 µs between a 32K split's last tile and its exit.
+#ifndef OW_PAD
+#define OW_PAD 8
+#endif
 // A split's partial in part: HD sums, then its max and its sum of
 // exponentials, padded so that every row starts 16-byte aligned (the merge
 // copies the sums with cp.async).
@@ -1178,11 +1185,12 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     }
   }
   // The four warps' states through the dead stages: mw, lw [TCW][16],
-  // ow [TCW][16][HD]; then output (g, d) = Σ_w 2^(m_w − M) o_w / Σ_w 2^(m_w − M) l_w.
+  // ow [TCW][16][OW_LD]; then output (g, d) = Σ_w 2^(m_w − M) o_w / Σ_w 2^(m_w − M) l_w.
   __syncthreads();
   float* mw = (float*)kvs;
   float* lw = mw + TCW * 16;
   float* ow = lw + TCW * 16;
+  constexpr int OW_LD = HD + OW_PAD;
   if (ST) {
     // Heads 2tq and 2tq + 1; output dims 16·nd + gq (+ 8).
     if (gq == 0) {
@@ -1192,7 +1200,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
 #pragma unroll
     for (int nd = 0; nd < NO; nd++) {
 #pragma unroll
-      for (int e = 0; e < 4; e++) ow[(warp * 16 + 2 * tq + (e & 1)) * HD + nd * 16 + gq + 8 * (e >> 1)] = o[nd][e];
+      for (int e = 0; e < 4; e++) ow[(warp * 16 + 2 * tq + (e & 1)) * OW_LD + nd * 16 + gq + 8 * (e >> 1)] = o[nd][e];
     }
   } else {
     if (tq == 0) {
@@ -1201,9 +1209,9 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     }
 #pragma unroll
     for (int nd = 0; nd < NO; nd++) {
-      const int c = nd * 8 + 2 * tq;
-      ow[(warp * 16 + gq) * HD + c] = o[nd][0], ow[(warp * 16 + gq) * HD + c + 1] = o[nd][1];
-      ow[(warp * 16 + gq + 8) * HD + c] = o[nd][2], ow[(warp * 16 + gq + 8) * HD + c + 1] = o[nd][3];
+      const int c = nd * 8 + 2 * tq;  // even: 8-byte aligned pairs
+      *(float2*)(ow + (warp * 16 + gq) * OW_LD + c) = make_float2(o[nd][0], o[nd][1]);
+      *(float2*)(ow + (warp * 16 + gq + 8) * OW_LD + c) = make_float2(o[nd][2], o[nd][3]);
     }
   }
   __syncthreads();
@@ -1219,7 +1227,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       const float mv = mw[w * 16 + g];
       const float f = mv == NEG_INF ? 0.f : exp2f(mv - M);
       L = fmaf(f, lw[w * 16 + g], L);
-      O = fmaf(f, ow[(w * 16 + g) * HD + d], O);
+      O = fmaf(f, ow[(w * 16 + g) * OW_LD + d], O);
     }
     const int hh = h * G + g;
     if (single) {
@@ -1285,7 +1293,12 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const Decod
 // split were written by the attention and are skipped. The host keeps
 // zmax ≤ MS_MAXZ.
 #define MS_MAXZ 1024
-#define MS_BATCH 32
+// MS_BATCH: the splits whose sums a lane requests at once; more wait for
+// another round trip. 64 (run 20; it was 32): 32K positions make 33
+// splits, whose 33rd took a second round trip of its own.
+#ifndef MS_BATCH
+#define MS_BATCH 64
+#endif
 extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __restrict__ out, const float* __restrict__ part,
                                                                    const int* __restrict__ pos, int heads, int zmax, int chunk) {
   STEP_TIMER();

@@ -559,7 +559,7 @@ __device__ __forceinline__ void gemvf_add(const GemvP& p, uint4 w0, uint4 w1, in
 // One (virtual) block vb of the fused product; first: the first vb this
 // block computes (gemvf).
 template <int R, int NORM, int MODE, int WIDE>
-__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first, const bool last) {
+__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int T = p.T, I = p.I;
   const u64 tm0 = GF_TIMING ? global_ns() : 0;
@@ -723,7 +723,7 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
       }
     }
   }
-  PDL_LATE_LAST(last);
+  PDL_LATE();
   if (WIDE) {
     gemvf_reduce<R, NORM, MODE>(p, acc, ss, blk, grp, s, O, out);
     return;
@@ -828,12 +828,11 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
 template <int R, int NORM, int MODE, int WIDE>
 __device__ __forceinline__ void gemvf(const GemvP& p) {
   if (WIDE) {
-    gemvf_vb<R, NORM, MODE, 1>(p, blockIdx.x, true, true);
+    gemvf_vb<R, NORM, MODE, 1>(p, blockIdx.x, true);
     return;
   }
   const int nvb = max(p.nvb, (int)gridDim.x);
-  for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x)
-    gemvf_vb<R, NORM, MODE, 0>(p, vb, vb == (int)blockIdx.x, vb + (int)gridDim.x >= nvb);
+  for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x) gemvf_vb<R, NORM, MODE, 0>(p, vb, vb == (int)blockIdx.x);
 }
 
 // The wide kernels without the norm prologue (o_proj, down) are held to 64

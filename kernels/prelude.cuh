@@ -115,13 +115,13 @@ template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i,
 // completion. Measured on the H200 (run 14, Qwen3-8B decode at 512 / 32K,
 // tok/s): no PDL 213.2 / 164.0; with PDL, 0: 199.5 / 145.8, 1: 208.5 /
 // 161.8, 2: 219.1 / 167.7. Waiting blocks cost the running grid more than
-// their head start gains. 3: as 1, but a looped product's block (gemvf)
-// triggers only after its last share's main loop (under 1 it triggers
-// after its first, mid-kernel: run 17's 1 measured 6% slower, with the
-// loops). Why: the step's timeline (run 20) has each launch's first block
-// enter ~1.1 µs after the previous launch's last exit, 219 times a token.
-// Placement never changes a result: the next kernel's PDL_WAIT still waits
-// for this grid to complete.
+// their head start gains. Run 20 tried a 3 (as 1, but a looped product's
+// block triggering after its last share's loop, not its first): 213.2 /
+// 165.8 tok/s at 512 / 32K against 230.4–231.1 / 176.4–177.6 at exit; the
+// step's timeline has each launch's first block enter ~1 µs after the
+// previous launch's last exit, and still exit is best. Placement never
+// changes a result: the next kernel's PDL_WAIT still waits for this grid
+// to complete.
 #ifndef PDL_TRIGGER
 #define PDL_TRIGGER 2
 #endif
@@ -138,14 +138,9 @@ template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i,
     step_waited();                     \
     if (PDL_TRIGGER == 0) PDL_LAUNCH(); \
   } while (0)
-#define PDL_LATE()                                        \
-  do {                                                    \
-    if (PDL_TRIGGER == 1 || PDL_TRIGGER == 3) PDL_LAUNCH(); \
-  } while (0)
-// PDL_LATE in a looped block's share; last: its last share.
-#define PDL_LATE_LAST(last)                 \
-  do {                                      \
-    if (PDL_TRIGGER != 3 || (last)) PDL_LATE(); \
+#define PDL_LATE()                     \
+  do {                                 \
+    if (PDL_TRIGGER == 1) PDL_LAUNCH(); \
   } while (0)
 
 __device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }

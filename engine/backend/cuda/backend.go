@@ -200,9 +200,8 @@ func New(opt Options) (*Backend, error) {
 		b.logf("cuda: INFERNIX_CUDA_GEMVF: %v; the default fused products are used", verr)
 	}
 	// Where PDL kernels let the next one launch (kernels/prelude.cuh):
-	// 0 at entry, 1 after their main loop, 2 at exit (the default), 3 as
-	// 1 but after a looped product block's last main loop.
-	if v := os.Getenv("INFERNIX_CUDA_PDL_TRIGGER"); v == "0" || v == "1" || v == "3" {
+	// 0 at entry, 1 after their main loop, 2 at exit (the default).
+	if v := os.Getenv("INFERNIX_CUDA_PDL_TRIGGER"); v == "0" || v == "1" {
 		b.globalDefs = []string{"PDL_TRIGGER=" + v}
 	}
 	// INFERNIX_CUDA_DEFINES="NAME=V NAME2=V": more defines for every

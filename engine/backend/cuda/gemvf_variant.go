@@ -113,7 +113,7 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 			v.kss = n
 		case name == "GF_MINB" && n >= 1 && n <= 8:
 			minb = n
-		case name == "PDL_TRIGGER" && n >= 0 && n <= 3:
+		case name == "PDL_TRIGGER" && n >= 0 && n <= 2:
 			trig = n
 		case name == "GF_L2PF" && (n == 0 || n == 1):
 			l2pf = n
@@ -126,7 +126,7 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 		case name == "GF_TIMING" && (n == 0 || n == 1):
 			v.timing = n == 1
 		default:
-			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS, GF_KSR and GF_KSS 1, 2, 4 or 8, GF_MINB 1 to 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 3, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096, GF_TIMING 0 or 1", f)
+			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS, GF_KSR and GF_KSS 1, 2, 4 or 8, GF_MINB 1 to 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096, GF_TIMING 0 or 1", f)
 		}
 	}
 	if tma == 1 {

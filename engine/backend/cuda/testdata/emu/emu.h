@@ -32,9 +32,6 @@ typedef unsigned long long u64;
 #define PDL_LATE() \
   do {             \
   } while (0)
-#define PDL_LATE_LAST(last) \
-  do {                      \
-  } while (0)
 #define PDL_WAIT()
 #ifndef STEP_TIMER
 #define STEP_TIMER()
