@@ -58,6 +58,8 @@
 // # Environment
 //
 //	INFERNIX_CUDA_GRAPHS=0        run every forward eagerly
+//	INFERNIX_CUDA_GRAPH_COPIES=inline  captured graphs keep each metadata copy where it was recorded
+//	                              (default: one copy of the forward's metadata before its first kernel)
 //	INFERNIX_CUDA_ATTN=split      never use the tensor-core prefill attention
 //	INFERNIX_CUDA_DECODE_ATTN=old decode attention through attn_split + attn_combine
 //	INFERNIX_CUDA_DECODE_ATTN=tc2 decode attention with the transposed products (attn_decode_tc2, G ≤ 8)
