@@ -556,62 +556,99 @@ __device__ __forceinline__ void gemvf_add(const GemvP& p, uint4 w0, uint4 w1, in
   }
 }
 
-// One (virtual) block vb of the fused product; first: the first vb this
-// block computes (gemvf).
-template <int R, int NORM, int MODE, int WIDE>
-__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int T = p.T, I = p.I;
-  const u64 tm0 = GF_TIMING ? global_ns() : 0;
-  u64 tm1 = 0;
+// Where warp's rows of (virtual) block vb are: its weight rows (wr1 the
+// second of a pair, or the first again), its first output row o0 and its
+// product (out, O), the slice [k0, k1) of I it reads, and for WIDE the
+// slice s and the row group grp.
+struct GfRows {
+  const u16* w;  // the product's weights
+  const u16* wr0;
+  const u16* wr1;
+  float* out;
+  int O, o0, blk, k0, k1, s, grp, kslice;
+};
+template <int MODE, int WIDE>
+__device__ __forceinline__ GfRows gemvf_rows(const GemvP& p, const int vb, const int warp) {
+  GfRows w;
+  const int I = p.I;
   int blk = vb;
   // The slice [k0, k1) of I this block reads (all of it unless WIDE).
-  int k0 = 0, k1 = I, s = 0, grp = 0;
+  w.k0 = 0, w.k1 = I, w.s = 0, w.grp = 0;
   if (WIDE) {
-    s = blk % p.S;
+    w.s = blk % p.S;
     blk /= p.S;
-    grp = blk;
+    w.grp = blk;
     const int ks = ((I + p.S - 1) / p.S + 255) & ~255;
-    k0 = min(I, s * ks);
-    k1 = min(I, k0 + ks);
+    w.k0 = min(I, w.s * ks);
+    w.k1 = min(I, w.k0 + ks);
   }
-  float* out = p.out0;
-  const u16* w = p.w0;
-  int O = p.O0;
+  w.out = p.out0;
+  const u16* wt = p.w0;
+  w.O = p.O0;
   if (MODE == GF_MULTI && blk >= p.nb0) {
     blk -= p.nb0;
     if (blk < p.nb1) {
-      out = p.out1; w = p.w1; O = p.O1;
+      w.out = p.out1; wt = p.w1; w.O = p.O1;
     } else {
       blk -= p.nb1;
-      out = p.out2; w = p.w2; O = p.O2;
+      w.out = p.out2; wt = p.w2; w.O = p.O2;
     }
   }
+  w.blk = blk;
+  w.w = wt;
   // Outputs per warp: SwiGLU one (its gate and up rows), the split-K
   // kernels two (their reduction slots assume it), the others GF_RW.
   constexpr int RW = MODE == GF_SWIGLU ? 1 : (WIDE ? 2 : GF_RW);
-  constexpr bool TWO = MODE == GF_SWIGLU || RW == 2;  // two weight rows per warp
   // Warps per output group (GF_KS): warp = group·KS + slice.
   constexpr int KS = WIDE ? 1 : MODE == GF_SWIGLU ? GF_KSS : (MODE == GF_RESID ? GF_KSR : GF_KS);
-  const int kslice = warp % KS;
-  const int o0 = (blk * (GW_WARPS / KS) + warp / KS) * RW;
+  w.kslice = warp % KS;
+  w.o0 = (blk * (GW_WARPS / KS) + warp / KS) * RW;
   if (KS > 1) {
     const int ks = ((I + KS - 1) / KS + 255) & ~255;
-    k0 = min(I, kslice * ks);
-    k1 = min(I, k0 + ks);
+    w.k0 = min(I, w.kslice * ks);
+    w.k1 = min(I, w.k0 + ks);
   }
   // Rows past O repeat the last row: loads stay in bounds, results are
   // dropped, and every warp still sums x² (the h write-back needs no
   // block synchronisation).
-  const u16 *wr0, *wr1;
   if (MODE == GF_SWIGLU) {
-    const long r = (long)min(o0, O - 1) * I;
-    wr0 = p.w0 + r;
-    wr1 = p.w1 + r;
+    const long r = (long)min(w.o0, w.O - 1) * I;
+    w.wr0 = p.w0 + r;
+    w.wr1 = p.w1 + r;
   } else {
-    wr0 = w + (long)min(o0, O - 1) * I;
-    wr1 = w + (long)min(o0 + RW - 1, O - 1) * I;
+    w.wr0 = wt + (long)min(w.o0, w.O - 1) * I;
+    w.wr1 = wt + (long)min(w.o0 + RW - 1, w.O - 1) * I;
   }
+  return w;
+}
+
+// GF_XPF=1: a looped block (gemvf) asks L2 for its next share's first
+// weights (each lane the GF_U chunks it loads first) when its main loop
+// ends, before the reduction and the stores. Why: the looped gate|up's
+// blocks all reach their second share together (run 20's step timeline:
+// 50.5 µs for 201 MB, 4.0 TB/s, against the LM head's 4.5), each warp's
+// first loads of it starting cold. Off by default until measured; changes
+// no result.
+#ifndef GF_XPF
+#define GF_XPF 0
+#endif
+
+// One (virtual) block vb of the fused product; first: the first vb this
+// block computes, next: the one it computes after this, or −1 (gemvf).
+template <int R, int NORM, int MODE, int WIDE>
+__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first, const int next) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int T = p.T, I = p.I;
+  const u64 tm0 = GF_TIMING ? global_ns() : 0;
+  u64 tm1 = 0;
+  const GfRows rows = gemvf_rows<MODE, WIDE>(p, vb, warp);
+  const int k0 = rows.k0, k1 = rows.k1, s = rows.s, grp = rows.grp, blk = rows.blk, kslice = rows.kslice, o0 = rows.o0;
+  const int O = rows.O;
+  float* out = rows.out;
+  const u16 *wr0 = rows.wr0, *wr1 = rows.wr1;
+  constexpr int RW = MODE == GF_SWIGLU ? 1 : (WIDE ? 2 : GF_RW);
+  constexpr bool TWO = MODE == GF_SWIGLU || RW == 2;  // two weight rows per warp
+  constexpr int KS = WIDE ? 1 : MODE == GF_SWIGLU ? GF_KSS : (MODE == GF_RESID ? GF_KSR : GF_KS);
   float acc[R][2], ss[R];
 #pragma unroll
   for (int r = 0; r < R; r++) {
@@ -633,7 +670,7 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
       if (MODE == GF_SWIGLU) {
         myrow = (j ? p.w1 : p.w0) + (long)min(o, O - 1) * I;
       } else {
-        myrow = w + (long)min(o + j * (RW - 1), O - 1) * I;
+        myrow = rows.w + (long)min(o + j * (RW - 1), O - 1) * I;
       }
     }
     auto issue = [&](int c) {  // warp 0: chunk c into stage c % GF_TS
@@ -724,6 +761,18 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
     }
   }
   PDL_LATE();
+  if (GF_XPF && !WIDE && next >= 0) {
+    constexpr int U = MODE == GF_RESID ? GF_UR : GF_U;
+    const GfRows nr = gemvf_rows<MODE, 0>(p, next, warp);
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int i = nr.k0 + lane * 8 + u * 256;
+      if (i < nr.k1) {
+        prefetch_l2(nr.wr0 + i);
+        if (TWO) prefetch_l2(nr.wr1 + i);
+      }
+    }
+  }
   if (WIDE) {
     gemvf_reduce<R, NORM, MODE>(p, acc, ss, blk, grp, s, O, out);
     return;
@@ -828,11 +877,14 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
 template <int R, int NORM, int MODE, int WIDE>
 __device__ __forceinline__ void gemvf(const GemvP& p) {
   if (WIDE) {
-    gemvf_vb<R, NORM, MODE, 1>(p, blockIdx.x, true);
+    gemvf_vb<R, NORM, MODE, 1>(p, blockIdx.x, true, -1);
     return;
   }
   const int nvb = max(p.nvb, (int)gridDim.x);
-  for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x) gemvf_vb<R, NORM, MODE, 0>(p, vb, vb == (int)blockIdx.x);
+  for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x) {
+    const int next = vb + (int)gridDim.x;
+    gemvf_vb<R, NORM, MODE, 0>(p, vb, vb == (int)blockIdx.x, next < nvb ? next : -1);
+  }
 }
 
 // The wide kernels without the norm prologue (o_proj, down) are held to 64
