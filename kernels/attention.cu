@@ -884,9 +884,11 @@ struct DecodePrepP {
   float scale, qeps, keps;
   // ATTN_TIMING=1: where each block records its timeline (or 0).
   u64* timeline;
-  // Not 0: the splits only write their partials, and q is not written
-  // back (not even a one-split token's); attn_merge_splits merges them
-  // next (INFERNIX_CUDA_ATTN_DEFER).
+  // Not 0: q is not written back (not even a one-split token's), and the
+  // last split does not merge. 1: the splits only write their partials;
+  // attn_merge_splits merges them next (INFERNIX_CUDA_ATTN_DEFER). 2
+  // (CLUSTER_MERGE): the launch's clusters span the grid's depth, and the
+  // splits merge through their shared memory (cluster_merge).
   int deferMerge;
 };
 
@@ -900,6 +902,59 @@ struct DecodePrepP {
 // lane's two heads reduce their max and sum over the 8 lanes of their
 // column. Adds in another order than the default: results differ by
 // rounding. Prepared in run 15 after the device time ran out.
+// CLUSTER_MERGE (DecodePrepP.deferMerge == 2; INFERNIX_CUDA_ATTN_CLUSTER):
+// the splits of token t and KV head h are the blocks of one cluster (the
+// host launches clusters of gridDim.z blocks along z, so a block's rank is
+// its split). Each active split has left its partial in its own shared
+// memory at cp: the G·HD unnormalised sums, then the G maxima (log2 units)
+// and the G sums of exponentials. After a cluster barrier every block,
+// idle splits included, merges an equal slice of the G·HD outputs, reading
+// the nz partials through distributed shared memory, and writes them; a
+// second barrier keeps each block's shared memory alive until the others
+// have read it. Why: at 640 positions attn_merge_splits is a launch of
+// its own, ~1 µs after the attention's last block and ~2.5 µs long (run 20's
+// step timeline), for 11 partials of 2 KB a head; here no partial leaves
+// the GPC and no launch is added. The weights are the deferred merge's
+// (exp of each max less the greatest), in log2 units: results differ from
+// attn_merge_splits by rounding only.
+#define CLUSTER_MAXZ 16
+__device__ __forceinline__ void cluster_merge(float* out, const float* cp, int t, int h, int heads, int nz) {
+  cluster_sync();  // every split's partial is in its shared memory
+  const int csz = gridDim.z, rank = blockIdx.z;
+  const int per = (G * HD + csz - 1) / csz;
+  const saddr_t base = smem_addr(cp);
+  for (int j = threadIdx.x; j < per; j += blockDim.x) {
+    const int i = rank * per + j;
+    if (i >= G * HD) break;
+    const int g = i / HD;
+    float mz[CLUSTER_MAXZ], lz[CLUSTER_MAXZ], oz[CLUSTER_MAXZ];
+#pragma unroll
+    for (int z = 0; z < CLUSTER_MAXZ; z++) {
+      if (z < nz) {
+        mz[z] = ld_cluster_f32(base + (G * HD + g) * 4, z);
+        lz[z] = ld_cluster_f32(base + (G * HD + G + g) * 4, z);
+        oz[z] = ld_cluster_f32(base + i * 4, z);
+      }
+    }
+    float M = NEG_INF;
+#pragma unroll
+    for (int z = 0; z < CLUSTER_MAXZ; z++) {
+      if (z < nz) M = fmaxf(M, mz[z]);
+    }
+    float L = 0.f, O = 0.f;
+#pragma unroll
+    for (int z = 0; z < CLUSTER_MAXZ; z++) {
+      if (z < nz) {
+        const float f = exp2f(mz[z] - M);
+        L = fmaf(f, lz[z], L);
+        O = fmaf(f, oz[z], O);
+      }
+    }
+    out[((long)t * heads + (long)h * G + g) * HD + (i - g * HD)] = O / L;
+  }
+  cluster_sync();  // the others have read this block's partial
+}
+
 template <int KT, bool PREP = false, bool ST = false>
 __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc, const float* q, float* out, float* part, int* cnt,
                                                     const int* __restrict__ tokTab, const int* __restrict__ pos,
@@ -959,7 +1014,14 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   }
   const u64 at1 = ATTN_TIMING ? global_ns() : 0;
   u64 at2 = 0, atm[3] = {0, 0, 0};
-  if (start >= len) return;
+  // The splits merge through the cluster's shared memory (cluster_merge):
+  // its partial sits past the warps' states in the dead stages.
+  const bool clm = PREP && pp->deferMerge == 2;
+  float* const cpart = (float*)kvs + TCW * 16 * (2 + HD + OW_PAD);
+  if (start >= len) {
+    if (clm) cluster_merge(out, cpart, t, h, heads, nz);  // idle splits merge too
+    return;
+  }
   if (early && !preWait) {
 #pragma unroll
     for (int i = 0; i < DSTAGES - 1; i++) {
@@ -1230,7 +1292,13 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       O = fmaf(f, ow[(w * 16 + g) * OW_LD + d], O);
     }
     const int hh = h * G + g;
-    if (single) {
+    if (clm) {
+      cpart[i] = O;
+      if (d == 0) {
+        cpart[G * HD + g] = M;
+        cpart[G * HD + G + g] = L;
+      }
+    } else if (single) {
       out[((long)t * heads + hh) * HD + d] = O / L;
     } else {
       float* pz = part + (((long)t * heads + hh) * zmax + z) * PART_LD;
@@ -1241,7 +1309,8 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       }
     }
   }
-  bool wrote = single;
+  if (clm) cluster_merge(out, cpart, t, h, heads, nz);
+  bool wrote = single && !clm;
   if (!single && !(PREP && pp->deferMerge)) {
     __syncthreads();  // mw, lw and ow are read before the merge reuses the stages
     wrote = decode_merge<NT, DM_ASYNC != 0>(out, part, cnt, (float*)kvs, t, h, heads, kvh, zmax, nz, DSTAGES * STG / 2, atm);

@@ -228,6 +228,32 @@ struct StepTimer {
 #define STEP_TIMER()
 #endif
 
+// Thread-block clusters (sm_90; the host launches a kernel that uses them
+// with a cluster dimension only on such devices). cluster_sync: every
+// thread of every block of the cluster arrives, its shared-memory writes
+// released, and waits for the others (acquire: the defaults of
+// barrier.cluster's arrive and wait; PTX 7.8 has no modifiers for them), so that afterwards any
+// block may read any other's shared memory. ld_cluster_f32: the float at
+// shared address a of the cluster's block of rank r (distributed shared
+// memory, mapa + ld.shared::cluster). A block must not exit while another
+// may still read its shared memory: a second cluster_sync keeps it.
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ float ld_cluster_f32(u32 a, u32 r) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  u32 ra;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(r));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+  return v;
+#else
+  return 0.f;
+#endif
+}
+
 // Asynchronous global → shared copies (sm_80+).
 // Asks L2 for the 128-byte line holding p (a hint: no result depends on it).
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }

@@ -170,7 +170,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 	// Scratch first: growing a buffer leaves graph mode and flushes what
 	// is held, which must happen before the fusion decision below.
 	var part, cnt driver.DevPtr
-	chunk, zmax := 0, 0
+	chunk, zmax, clusterZ := 0, 0, 0
 	var decodeK *kernel
 	decodeSmem, decodeNT := 0, 0
 	if !usePrefill {
@@ -184,6 +184,20 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			// Splits of 3·2ᵏ tiles too where more than 2 blocks share an SM.
 			chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, dsmem/4/G, perSM, deep || perSM > 2)
 			decodeK, decodeSmem, decodeNT = dk, dsmem, 128
+			if cz := b.attnCluster; cz > 1 && (dk == ak.decodeTC || dk == ak.decodeTC2) && zmax > 1 && zmax <= 2*cz {
+				// Few splits: at most attnCluster of them, merged within
+				// their cluster (a split may take twice the tiles).
+				if zmax > cz {
+					chunk, zmax = b.decodeSplits(m.maxLen, T, kvh, c.spec.Blocks, min(cz, dsmem/4/G), perSM, deep || perSM > 2)
+				}
+				fk := ak.decodeTCPrep
+				if dk == ak.decodeTC2 {
+					fk = ak.decodeTC2Prep
+				}
+				if zmax > 1 && zmax <= cz && fk != nil && b.clusterFits(ak, fk, zmax, dsmem) {
+					clusterZ = zmax
+				}
+			}
 			if deep {
 				decodeNT = 256
 			}
@@ -218,6 +232,13 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		// The merge as a kernel of its own (attn_merge_splits: a warp per
 		// query head, token and 32 dims).
 		deferMerge := b.attnDefer && zmax > 1 && zmax <= mergeSplitsMax && ak.mergeSplits != nil
+		if clusterZ > 1 {
+			// The splits merge through their cluster's shared memory
+			// (cluster_merge in kernels/attention.cu).
+			a[20] = 2
+			b.launchCluster(foldK, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem), uint32(clusterZ), a[:]...)
+			return
+		}
 		if deferMerge {
 			a[20] = 1
 		}
@@ -314,6 +335,42 @@ func (b *Backend) decodeSplits(maxLen, T, kvh, poolBlocks, maxSplits, perSM int,
 	}
 	poolSplits := (poolBlocks + tps - 1) / tps
 	return tps * 64, min(zmax, max(nz, poolSplits))
+}
+
+// clusterKey is a kernel and a cluster size.
+type clusterKey struct {
+	k  *kernel
+	cz int
+}
+
+// clusterFits reports whether the device can hold clusters of cz blocks of
+// the folded decode attention k (128 threads, smem bytes of dynamic shared
+// memory each), asked once per size; sizes past 8 need the kernel's
+// non-portable cluster sizes allowed.
+func (b *Backend) clusterFits(a *attnKernels, k *kernel, cz, smem int) bool {
+	key := clusterKey{k, cz}
+	if fit, ok := a.clusterFit[key]; ok {
+		return fit
+	}
+	fit := true
+	if cz > 8 {
+		if err := b.drv.FuncSetAttribute(k.fn, driver.FuncAttrNonPortableClusterSizeAllowed, 1); err != nil {
+			b.logf("cuda: clusters of %d blocks refused (%v); the decode attention merges its splits apart", cz, err)
+			fit = false
+		}
+	}
+	if fit {
+		n, err := b.drv.MaxActiveClusters(k.fn, 1, 1, uint32(cz), 128, 1, uint32(smem), uint32(cz))
+		if err != nil || n < 1 {
+			b.logf("cuda: clusters of %d decode-attention blocks do not fit (%d, %v); the splits merge apart", cz, n, err)
+			fit = false
+		}
+	}
+	if a.clusterFit == nil {
+		a.clusterFit = map[clusterKey]bool{}
+	}
+	a.clusterFit[key] = fit
+	return fit
 }
 
 // decodeFor picks the decode attention kernel for INFERNIX_CUDA_ATTN_DEEP

@@ -93,10 +93,12 @@ type Backend struct {
 	attnDeep      int           // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
 	attnTC2       bool          // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
 	attnDefer     bool          // the folded decode attention's merge as its own kernel (INFERNIX_CUDA_ATTN_DEFER=0: in the last split)
+	attnCluster   int           // > 1: the folded decode attention's splits, up to this many, merge through a cluster's shared memory (INFERNIX_CUDA_ATTN_CLUSTER; clusterSplits)
 	inlineCopies  bool          // captured graphs keep their metadata copies where they were recorded (INFERNIX_CUDA_GRAPH_COPIES=inline)
 	attnStages    int           // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
 	kvDT          kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
 	launches      int           // kernel launches recorded (tests: did fusion happen)
+	clusterRuns   int           // of them, launches in clusters (launchCluster)
 	writes        uint64        // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
 	xbf           bf16Reuse     // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
 	noShadow      bool          // INFERNIX_CUDA_SHADOW=0: norms and SwiGLU write no bf16 copy (matmul.go shadowBF16)
@@ -249,6 +251,9 @@ func New(opt Options) (*Backend, error) {
 	b.attnTC = os.Getenv("INFERNIX_CUDA_DECODE_ATTN") != "simt" && !b.attnOld
 	b.attnTC2 = b.attnTC && os.Getenv("INFERNIX_CUDA_DECODE_ATTN") == "tc2"
 	b.attnDefer = os.Getenv("INFERNIX_CUDA_ATTN_DEFER") != "0"
+	if n, err := strconv.Atoi(os.Getenv("INFERNIX_CUDA_ATTN_CLUSTER")); err == nil && b.pdlOK {
+		b.attnCluster = min(max(n, 0), 16) // CLUSTER_MAXZ
+	}
 	b.inlineCopies = os.Getenv("INFERNIX_CUDA_GRAPH_COPIES") == "inline"
 	b.prefillRows = 64
 	if os.Getenv("INFERNIX_CUDA_PREFILL_ROWS") == "128" {

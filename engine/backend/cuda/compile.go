@@ -53,12 +53,13 @@ type attnKernels struct {
 	// 256 threads, swizzled rows; their dynamic shared memory and how many
 	// blocks of each fit an SM.
 	deep, deep3           *kernel
-	decodeTC              *kernel // attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): head dims that are multiples of 16 up to 128
-	decodeTCPrep          *kernel // attn_decode_tc with attn_prep folded in (one token per sequence)
-	mergeSplits           *kernel // attn_merge_splits: decodeTCPrep's splits merged (unless INFERNIX_CUDA_ATTN_DEFER=0)
-	decodeTCPerSM         int     // blocks of attn_decode_tc that fit an SM
-	decodeTC2             *kernel // attn_decode_tc2 (INFERNIX_CUDA_DECODE_ATTN=tc2): the transposed products, G ≤ 8
-	decodeTC2Prep         *kernel // and with attn_prep folded in
+	decodeTC              *kernel             // attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): head dims that are multiples of 16 up to 128
+	decodeTCPrep          *kernel             // attn_decode_tc with attn_prep folded in (one token per sequence)
+	mergeSplits           *kernel             // attn_merge_splits: decodeTCPrep's splits merged (unless INFERNIX_CUDA_ATTN_DEFER=0)
+	decodeTCPerSM         int                 // blocks of attn_decode_tc that fit an SM
+	decodeTC2             *kernel             // attn_decode_tc2 (INFERNIX_CUDA_DECODE_ATTN=tc2): the transposed products, G ≤ 8
+	decodeTC2Prep         *kernel             // and with attn_prep folded in
+	clusterFit            map[clusterKey]bool // clusterFits' answers
 	deepSmem, deep3Smem   int
 	deepPerSM, deep3PerSM int
 	prep                  *kernel  // QK-norm + RoPE + KV store

@@ -21,6 +21,9 @@ type fuseMode struct {
 	// inKernelMerge: the folded decode attention's last split merges
 	// (INFERNIX_CUDA_ATTN_DEFER=0) instead of attn_merge_splits.
 	inKernelMerge bool
+	// cluster: the folded decode attention's splits merge within
+	// clusters of up to this many blocks (INFERNIX_CUDA_ATTN_CLUSTER).
+	cluster int
 }
 
 func fuseModes(b *Backend) []fuseMode {
@@ -31,6 +34,7 @@ func fuseModes(b *Backend) []fuseMode {
 		{name: "fused-pdl", fuse: true, fz: all, pdl: b.pdlOK, fused: true},
 		{name: "fused-nopdl", fuse: true, fz: all, fused: true},
 		{name: "merge-in-kernel", fuse: true, fz: all, pdl: b.pdlOK, fused: true, inKernelMerge: true},
+		{name: "cluster-merge", fuse: true, fz: all, pdl: b.pdlOK, fused: true, cluster: 16},
 		{name: "noprep", fuse: true, fz: noPrep, fused: true},
 		{name: "oldgemv", fuse: true, fz: fuseParts{attn: true}, pdl: b.pdl},
 		{name: "unfused", fuse: false, fz: all},
@@ -44,14 +48,17 @@ func fuseModes(b *Backend) []fuseMode {
 // valid: records differ) and returns what restores the previous setting.
 func (b *Backend) setFuse(m fuseMode) func() {
 	b.flush()
-	fuse, fz, pdl, wide, deferMerge := b.fuse, b.fz, b.pdl, b.gemvWide, b.attnDefer
-	b.fuse, b.fz, b.pdl, b.gemvWide = m.fuse, m.fz, m.pdl && b.pdl, m.wide
+	fuse, fz, pdl, wide, deferMerge, cluster := b.fuse, b.fz, b.pdl, b.gemvWide, b.attnDefer, b.attnCluster
+	b.fuse, b.fz, b.pdl, b.gemvWide, b.attnCluster = m.fuse, m.fz, m.pdl && b.pdl, m.wide, 0
 	if m.inKernelMerge {
 		b.attnDefer = false
 	}
+	if m.cluster > 0 && b.pdlOK {
+		b.attnCluster = m.cluster
+	}
 	return func() {
 		b.flush()
-		b.fuse, b.fz, b.pdl, b.gemvWide, b.attnDefer = fuse, fz, pdl, wide, deferMerge
+		b.fuse, b.fz, b.pdl, b.gemvWide, b.attnDefer, b.attnCluster = fuse, fz, pdl, wide, deferMerge, cluster
 	}
 }
 
@@ -200,9 +207,10 @@ func fusedAttentionCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, half
 			be.RoPE(P(k), kvh, ab.Pos, rope)
 			be.Attention(P(o), P(q), P(k), P(v), cache, 0, ab, scale)
 		}
-		l0 := b.launches
+		l0, c0 := b.launches, b.clusterRuns
 		run(b, func(p pair) backend.Tensor { return p.g }, gc)
 		b.flush()
+		clustered := b.clusterRuns > c0
 		// The last two steps decode one token: the prep is its own kernel,
 		// or folded into the tensor-core decode attention where that
 		// kernel exists for the head shape (attention.go).
@@ -210,7 +218,7 @@ func fusedAttentionCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, half
 		folded := fused && b.attnTC && b.fz.prep && hd%16 == 0 && hd <= 128
 		if folded {
 			want, what = 1, "attention with the prep folded in"
-			if b.attnDefer {
+			if b.attnDefer && !clustered {
 				want, what = 2, "attention with the prep folded in + attn_merge_splits"
 			}
 		}
@@ -220,11 +228,16 @@ func fusedAttentionCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, half
 		run(cpuBe, func(p pair) backend.Tensor { return p.c }, cc)
 		// Decode steps (one token per sequence) with the fold and the
 		// deferred merge leave q as it came (the splits read it raw).
-		if !(folded && b.attnDefer && distinct(ab.Seq)) {
+		if !(folded && (b.attnDefer || clustered) && distinct(ab.Seq)) {
 			compare(t, fmt.Sprintf("step %d q", si), read(t, b, q.g), cpuF32(q), 1e-5)
 		}
 		compare(t, fmt.Sprintf("step %d k", si), read(t, b, k.g), cpuF32(k), 1e-5)
 		compare(t, fmt.Sprintf("step %d attention", si), read(t, b, o.g), cpuF32(o), 1e-2)
+		// Decode steps of the tensor-core fold (head dims that are
+		// multiples of 16 up to 128) merge within clusters when asked.
+		if folded && b.attnCluster > 1 && distinct(ab.Seq) && si >= len(steps)-4 && !clustered {
+			t.Errorf("step %d: INFERNIX_CUDA_ATTN_CLUSTER=%d, but the decode attention was not launched in clusters", si, b.attnCluster)
+		}
 	}
 }
 

@@ -437,13 +437,13 @@ func TestAttnPrepFold(t *testing.T) {
 	m := build(t, cfg, &testWeights{be: b, seed: r.Uint64()}, b)
 	ps := prompts(r, cfg.VocabSize, 50, 70)
 	const steps = 10
-	run := func(base int32, fold, deferMerge bool) ([][]float32, int) {
+	run := func(base int32, fold, deferMerge bool, cluster int) ([][]float32, int) {
 		b.flush()
-		defer func(p, d bool) {
+		defer func(p, d bool, c int) {
 			b.flush()
-			b.fz.prep, b.attnDefer = p, d
-		}(b.fz.prep, b.attnDefer)
-		b.fz.prep, b.attnDefer = fold, deferMerge
+			b.fz.prep, b.attnDefer, b.attnCluster = p, d, c
+		}(b.fz.prep, b.attnDefer, b.attnCluster)
+		b.fz.prep, b.attnDefer, b.attnCluster = fold, deferMerge, cluster
 		l := []*lane{{blocks: []int32{base, base + 1}}, {blocks: []int32{base + 2, base + 3}}}
 		step(t, m, l, ps)
 		n0 := b.launches
@@ -459,16 +459,16 @@ func TestAttnPrepFold(t *testing.T) {
 	}
 	// A first pass sizes the decode scratch (a step that grows it runs
 	// that layer unfused: other launches, other rounding).
-	run(16, true, false)
-	apart, nApart := run(0, false, false)
-	folded, nFolded := run(8, true, false)
+	run(16, true, false, 0)
+	apart, nApart := run(0, false, false, 0)
+	folded, nFolded := run(8, true, false, 0)
 	if want := cfg.NumHiddenLayers * steps; nApart-nFolded != want {
 		t.Errorf("the fold saved %d launches (%d against %d), want %d", nApart-nFolded, nFolded, nApart, want)
 	}
 	// The fold's merge as its own kernel (INFERNIX_CUDA_ATTN_DEFER): one
 	// launch more a layer (these contexts take several splits), the same
 	// bits.
-	deferred, nDeferred := run(24, true, true)
+	deferred, nDeferred := run(24, true, true, 0)
 	if want := cfg.NumHiddenLayers * steps; nDeferred-nFolded != want {
 		t.Errorf("the deferred merge added %d launches (%d against %d), want %d", nDeferred-nFolded, nDeferred, nFolded, want)
 	}
@@ -477,6 +477,32 @@ func TestAttnPrepFold(t *testing.T) {
 			if math.Float32bits(a) != math.Float32bits(deferred[s][i]) {
 				t.Fatalf("row %d logit %d: %v folded, %v with the merge deferred", s, i, a, deferred[s][i])
 			}
+		}
+	}
+	// The splits merged within clusters (INFERNIX_CUDA_ATTN_CLUSTER): the
+	// deferred merge's launch saved, the same weights in another order of
+	// additions (log2 units), so the logits are held to 1e-4 of it.
+	if b.pdlOK {
+		c0 := b.clusterRuns
+		clustered, nClustered := run(32, true, true, 16)
+		if b.clusterRuns == c0 {
+			t.Errorf("INFERNIX_CUDA_ATTN_CLUSTER=16: no launch in clusters")
+		}
+		if want := cfg.NumHiddenLayers * steps; nDeferred-nClustered != want {
+			t.Errorf("the cluster merge saved %d launches (%d against %d), want %d", nDeferred-nClustered, nClustered, nDeferred, want)
+		}
+		worst := 0.0
+		for s := range deferred {
+			for i, a := range deferred[s] {
+				worst = math.Max(worst, math.Abs(float64(a)-float64(clustered[s][i])))
+			}
+			if reftest.Argmax(deferred[s]) != reftest.Argmax(clustered[s]) {
+				t.Errorf("row %d: greedy token %d deferred, %d clustered", s, reftest.Argmax(deferred[s]), reftest.Argmax(clustered[s]))
+			}
+		}
+		t.Logf("cluster merge: logits within %.3g of the deferred merge's", worst)
+		if worst > 1e-4 {
+			t.Errorf("the cluster merge's logits differ from the deferred merge's by up to %.3g", worst)
 		}
 	}
 	exact, worst := 0, 0.0

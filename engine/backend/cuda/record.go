@@ -30,7 +30,8 @@ const (
 type rec struct {
 	kind  recKind
 	nargs uint8
-	pdl   bool // launch with programmatic dependent launch
+	pdl   bool  // launch with programmatic dependent launch
+	clz   uint8 // > 1: launched in clusters of clz blocks along z (launchCluster)
 	k     *kernel
 	gemm  *driver.Gemm
 	grid  [3]uint32
@@ -56,6 +57,20 @@ func (b *Backend) launch(k *kernel, gx, gy, gz, bx, by, smem uint32, args ...uin
 	b.submit(&r)
 }
 
+// launchCluster records a launch in thread-block clusters of cz blocks
+// along z (cz divides gz; the caller checked that the device can hold
+// such clusters: clusterFits).
+func (b *Backend) launchCluster(k *kernel, gx, gy, gz, bx, by, smem, cz uint32, args ...uint64) {
+	if b.err != nil || gx == 0 || gy == 0 || gz == 0 {
+		return
+	}
+	r := rec{kind: recLaunch, k: k, grid: [3]uint32{gx, gy, gz}, block: [2]uint32{bx, by}, smem: smem, pdl: b.pdl && k.pdl, clz: uint8(cz)}
+	r.nargs = uint8(copy(r.args[:], args))
+	b.launches++
+	b.clusterRuns++
+	b.submit(&r)
+}
+
 func (b *Backend) submitCopyHtoD(dst driver.DevPtr, off, n int) {
 	if n == 0 || b.err != nil {
 		return
@@ -78,6 +93,14 @@ func (b *Backend) exec(r *rec) error {
 		copy(b.argv[:], r.args[:r.nargs])
 		// Kernels taking one struct parameter read it from argv's
 		// contiguous slots through argp[0].
+		if r.clz > 1 {
+			// No fallback: the kernel reads its cluster's shared memory.
+			if err := b.drv.LaunchCluster(r.k.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], 1, r.smem, b.stream,
+				unsafe.Pointer(&b.argp[0]), uint32(r.clz), r.pdl && !b.pdlRefused); err != nil {
+				return fmt.Errorf("%s (grid %v, block %v, clusters of %d): %w", r.k.name, r.grid, r.block, r.clz, err)
+			}
+			return nil
+		}
 		if r.pdl && !b.pdlRefused {
 			err := b.drv.LaunchPDL(r.k.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], 1, r.smem, b.stream,
 				unsafe.Pointer(&b.argp[0]))

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -69,6 +70,7 @@ type Driver struct {
 	cuProfilerStart, cuProfilerStop                                               uintptr
 	cuLaunchKernelEx                                                              uintptr
 	cuModuleGetGlobal                                                             uintptr
+	cuOccupancyMaxActiveClusters                                                  uintptr
 }
 
 // LoadDriver opens libcuda.so.1 and initialises it. A missing library, a
@@ -117,6 +119,7 @@ func LoadDriver() (*Driver, error) {
 	d.cuProfilerStop = lib.optSym("cuProfilerStop")
 	d.cuLaunchKernelEx = lib.optSym("cuLaunchKernelEx")
 	d.cuModuleGetGlobal = lib.optSym("cuModuleGetGlobal_v2")
+	d.cuOccupancyMaxActiveClusters = lib.optSym("cuOccupancyMaxActiveClusters")
 	if err := d.check("cuInit", d.cuInit, 0); err != nil {
 		return nil, notAvailable(err)
 	}
@@ -396,6 +399,15 @@ type launchAttr struct {
 // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
 const launchAttrProgrammaticStreamSerialization = 6
 
+// launchAttrClusterDimension is CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+// (value: three unsigned ints).
+const launchAttrClusterDimension = 4
+
+// FuncAttrNonPortableClusterSizeAllowed is
+// CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: clusters of more
+// than 8 blocks (16 on sm_90).
+const FuncAttrNonPortableClusterSizeAllowed = 14
+
 // HasLaunchEx reports whether cuLaunchKernelEx (and so programmatic
 // dependent launch) is available.
 func (d *Driver) HasLaunchEx() bool { return d.cuLaunchKernelEx != 0 }
@@ -420,6 +432,58 @@ func (d *Driver) LaunchPDL(f Function, gx, gy, gz, bx, by, bz, smem uint32, s St
 		return d.err("cuLaunchKernelEx", c)
 	}
 	return nil
+}
+
+// clusterConfig is a launch of clusters of cz blocks along z (and, with
+// pdl, programmatic stream serialization); attrs must outlive its use.
+func clusterConfig(attrs *[2]launchAttr, gx, gy, gz, bx, by, bz, smem uint32, s Stream, cz uint32, pdl bool) *launchConfig {
+	attrs[0] = launchAttr{id: launchAttrClusterDimension}
+	binary.LittleEndian.PutUint32(attrs[0].val[0:], 1)
+	binary.LittleEndian.PutUint32(attrs[0].val[4:], 1)
+	binary.LittleEndian.PutUint32(attrs[0].val[8:], cz)
+	n := uint32(1)
+	if pdl {
+		attrs[1] = launchAttr{id: launchAttrProgrammaticStreamSerialization}
+		attrs[1].val[0] = 1
+		n = 2
+	}
+	return &launchConfig{gridX: gx, gridY: gy, gridZ: gz, blockX: bx, blockY: by, blockZ: bz, smem: smem, stream: s,
+		attrs: uintptr(unsafe.Pointer(&attrs[0])), numAttrs: n}
+}
+
+// LaunchCluster is Launch in thread-block clusters of cz blocks along the
+// grid's z dimension (which cz divides), with programmatic dependent
+// launch where pdl is set. Needs cuLaunchKernelEx and an sm_90 device;
+// kernels that read other blocks' shared memory must be launched so.
+func (d *Driver) LaunchCluster(f Function, gx, gy, gz, bx, by, bz, smem uint32, s Stream, params unsafe.Pointer, cz uint32, pdl bool) error {
+	if d.cuLaunchKernelEx == 0 {
+		return d.err("cuLaunchKernelEx", 500) // CUDA_ERROR_NOT_FOUND
+	}
+	var attrs [2]launchAttr
+	cfg := clusterConfig(&attrs, gx, gy, gz, bx, by, bz, smem, s, cz, pdl)
+	r := d.ex.call(d.cuLaunchKernelEx, uintptr(unsafe.Pointer(cfg)), uintptr(f), uintptr(params), 0)
+	runtime.KeepAlive(cfg)
+	runtime.KeepAlive(&attrs)
+	if c := status(r); c != 0 {
+		return d.err("cuLaunchKernelEx", c)
+	}
+	return nil
+}
+
+// MaxActiveClusters is how many clusters of cz blocks (bx·by threads, smem
+// bytes of dynamic shared memory each) of kernel f the device can hold at
+// once (cuOccupancyMaxActiveClusters); 0 where it cannot say.
+func (d *Driver) MaxActiveClusters(f Function, gx, gy, gz, bx, by, smem, cz uint32) (int, error) {
+	if d.cuOccupancyMaxActiveClusters == 0 || d.cuLaunchKernelEx == 0 {
+		return 0, nil
+	}
+	var attrs [2]launchAttr
+	cfg := clusterConfig(&attrs, gx, gy, gz, bx, by, 1, smem, 0, cz, false)
+	var n int32
+	err := d.check("cuOccupancyMaxActiveClusters", d.cuOccupancyMaxActiveClusters, uintptr(unsafe.Pointer(&n)), uintptr(f),
+		uintptr(unsafe.Pointer(cfg)))
+	runtime.KeepAlive(&attrs)
+	return int(n), err
 }
 
 // StreamCreate creates a stream (flags: StreamNonBlocking).

@@ -106,6 +106,14 @@ inline float warp_max(float v) {
   return v;
 }
 
+// Clusters: blocks run one at a time here, so no kernel path that merges
+// through a cluster's shared memory can run (the tests never ask for one).
+inline void cluster_sync() { std::abort(); }
+inline float ld_cluster_f32(const void*, u32) {
+  std::abort();
+  return 0.f;
+}
+
 // cp.async: a plain copy; smem_addr passes the pointer through.
 inline void prefetch_l2(const void*) {}
 typedef unsigned char* saddr_t;  // byte offsets add to it, as to the GPU's u32
