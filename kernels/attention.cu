@@ -888,7 +888,7 @@ struct DecodePrepP {
   // last split does not merge. 1: the splits only write their partials;
   // attn_merge_splits merges them next (INFERNIX_CUDA_ATTN_DEFER). 2
   // (CLUSTER_MERGE): the launch's clusters span the grid's depth, and the
-  // splits merge through their shared memory (cluster_merge).
+  // splits merge through their shared memory.
   int deferMerge;
 };
 
@@ -905,54 +905,56 @@ struct DecodePrepP {
 // CLUSTER_MERGE (DecodePrepP.deferMerge == 2; INFERNIX_CUDA_ATTN_CLUSTER):
 // the splits of token t and KV head h are the blocks of one cluster (the
 // host launches clusters of gridDim.z blocks along z, so a block's rank is
-// its split). Each active split has left its partial in its own shared
-// memory at cp: the G·HD unnormalised sums, then the G maxima (log2 units)
-// and the G sums of exponentials. After a cluster barrier every block,
-// idle splits included, merges an equal slice of the G·HD outputs, reading
-// the nz partials through distributed shared memory, and writes them; a
-// second barrier keeps each block's shared memory alive until the others
-// have read it. Why: at 640 positions attn_merge_splits is a launch of
-// its own, ~1 µs after the attention's last block and ~2.5 µs long (run 20's
-// step timeline), for 11 partials of 2 KB a head; here no partial leaves
-// the GPC and no launch is added. The weights are the deferred merge's
-// (exp of each max less the greatest), in log2 units: results differ from
-// attn_merge_splits by rounding only.
+// its split), and each block, idle splits included, writes an equal slice
+// of the G·HD outputs. An active split pushes its partial into the owners'
+// shared memory (cluster_push): for owner r, the sums of r's slice, then
+// its G maxima (log2 units) and G sums of exponentials, at row z of r's
+// receive area (crecv, over the prepared q, which every block has read
+// before it arrives at the first barrier phase). After the second phase
+// each block merges its slice from its own shared memory (cluster_gather).
+// Why: at 640 positions attn_merge_splits is a launch of its own, ~1 µs
+// after the attention's last block and ~2.5 µs long (run 20's step
+// timeline) for 11 partials of 2 KB a head; a first version that read the
+// partials from the others' shared memory (two barriers after the loop, a
+// round trip between them) shortened the step by 1.25 µs a layer (run
+// 21). The weights are the deferred merge's (exp of each max less the
+// greatest), in log2 units: results differ from attn_merge_splits by
+// rounding only.
 #define CLUSTER_MAXZ 16
-__device__ __forceinline__ void cluster_merge(float* out, const float* cp, int t, int h, int heads, int nz) {
-  cluster_sync();  // every split's partial is in its shared memory
-  const int csz = gridDim.z, rank = blockIdx.z;
-  const int per = (G * HD + csz - 1) / csz;
-  const saddr_t base = smem_addr(cp);
+// The receive area's floats: csz rows of ceil(G·HD/csz) + 2G.
+#define CRECV (G * HD + CLUSTER_MAXZ * (1 + 2 * G))
+__device__ __forceinline__ int cluster_slice() { return (G * HD + (int)gridDim.z - 1) / (int)gridDim.z; }
+// Output i = (g, d) of split z: o (and, at d = 0, g's max m and sum l).
+__device__ __forceinline__ void cluster_push(float* crecv, int i, int g, int d, int z, float o, float m, float l) {
+  const int per = cluster_slice(), rld = per + 2 * G;
+  const int r = i / per;
+  const saddr_t base = smem_addr(crecv) + z * rld * 4;
+  st_cluster_f32(base + (i - r * per) * 4, r, o);
+  if (d == 0) {
+    for (int rr = 0; rr < (int)gridDim.z; rr++) {
+      st_cluster_f32(base + (per + g) * 4, rr, m);
+      st_cluster_f32(base + (per + G + g) * 4, rr, l);
+    }
+  }
+}
+__device__ __forceinline__ void cluster_gather(float* out, const float* crecv, int t, int h, int heads, int nz) {
+  cluster_arrive();  // this block's pushes are done
+  cluster_wait();    // and every other block's
+  const int per = cluster_slice(), rld = per + 2 * G, rank = blockIdx.z;
   for (int j = threadIdx.x; j < per; j += blockDim.x) {
     const int i = rank * per + j;
     if (i >= G * HD) break;
     const int g = i / HD;
-    float mz[CLUSTER_MAXZ], lz[CLUSTER_MAXZ], oz[CLUSTER_MAXZ];
-#pragma unroll
-    for (int z = 0; z < CLUSTER_MAXZ; z++) {
-      if (z < nz) {
-        mz[z] = ld_cluster_f32(base + (G * HD + g) * 4, z);
-        lz[z] = ld_cluster_f32(base + (G * HD + G + g) * 4, z);
-        oz[z] = ld_cluster_f32(base + i * 4, z);
-      }
-    }
     float M = NEG_INF;
-#pragma unroll
-    for (int z = 0; z < CLUSTER_MAXZ; z++) {
-      if (z < nz) M = fmaxf(M, mz[z]);
-    }
+    for (int z = 0; z < nz; z++) M = fmaxf(M, crecv[z * rld + per + g]);
     float L = 0.f, O = 0.f;
-#pragma unroll
-    for (int z = 0; z < CLUSTER_MAXZ; z++) {
-      if (z < nz) {
-        const float f = exp2f(mz[z] - M);
-        L = fmaf(f, lz[z], L);
-        O = fmaf(f, oz[z], O);
-      }
+    for (int z = 0; z < nz; z++) {
+      const float f = exp2f(crecv[z * rld + per + g] - M);
+      L = fmaf(f, crecv[z * rld + per + G + g], L);
+      O = fmaf(f, crecv[z * rld + j], O);
     }
     out[((long)t * heads + (long)h * G + g) * HD + (i - g * HD)] = O / L;
   }
-  cluster_sync();  // the others have read this block's partial
 }
 
 template <int KT, bool PREP = false, bool ST = false>
@@ -977,7 +979,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gq = lane >> 2, tq = lane & 3;  // mma fragment coordinates
   EXTERN_SMEM(u16, kvs);
-  __shared__ float qprep[PREP ? G * HD : 1];
+  __shared__ float qprep[PREP ? CRECV : 1];  // CLUSTER_MERGE: then its receive area
   __shared__ float kbuf[PREP ? HD : 1];
 
   const int* tab = tabs + tokTab[t];
@@ -1014,12 +1016,14 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   }
   const u64 at1 = ATTN_TIMING ? global_ns() : 0;
   u64 at2 = 0, atm[3] = {0, 0, 0};
-  // The splits merge through the cluster's shared memory (cluster_merge):
-  // its partial sits past the warps' states in the dead stages.
+  // The splits merge through the cluster's shared memory (CLUSTER_MERGE).
   const bool clm = PREP && pp->deferMerge == 2;
-  float* const cpart = (float*)kvs + TCW * 16 * (2 + HD + OW_PAD);
   if (start >= len) {
-    if (clm) cluster_merge(out, cpart, t, h, heads, nz);  // idle splits merge too
+    if (clm) {  // idle splits merge a slice too
+      cluster_arrive();
+      cluster_wait();
+      cluster_gather(out, qprep, t, h, heads, nz);
+    }
     return;
   }
   if (early && !preWait) {
@@ -1098,6 +1102,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
 #pragma unroll
     for (int i = 0; i < 4; i++) qa[ks][i] = pack_kt<KT>(x[i][0], x[i][1]);
   }
+  if (clm) cluster_arrive();  // qprep read: the others may push into it
   constexpr int NO = ST ? HD / 16 : HD / 8;  // output accumulator tiles
   float o[NO][4];
 #pragma unroll
@@ -1277,6 +1282,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     }
   }
   __syncthreads();
+  if (clm) cluster_wait();  // every block of the cluster has read its qprep
   const bool single = nz == 1;
   for (int i = tid; i < G * HD; i += NT) {
     const int g = i / HD, d = i - g * HD;
@@ -1293,11 +1299,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     }
     const int hh = h * G + g;
     if (clm) {
-      cpart[i] = O;
-      if (d == 0) {
-        cpart[G * HD + g] = M;
-        cpart[G * HD + G + g] = L;
-      }
+      cluster_push(qprep, i, g, d, z, O, M, L);
     } else if (single) {
       out[((long)t * heads + hh) * HD + d] = O / L;
     } else {
@@ -1309,7 +1311,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       }
     }
   }
-  if (clm) cluster_merge(out, cpart, t, h, heads, nz);
+  if (clm) cluster_gather(out, qprep, t, h, heads, nz);
   bool wrote = single && !clm;
   if (!single && !(PREP && pp->deferMerge)) {
     __syncthreads();  // mw, lw and ow are read before the merge reuses the stages

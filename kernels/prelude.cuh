@@ -229,28 +229,30 @@ struct StepTimer {
 #endif
 
 // Thread-block clusters (sm_90; the host launches a kernel that uses them
-// with a cluster dimension only on such devices). cluster_sync: every
-// thread of every block of the cluster arrives, its shared-memory writes
-// released, and waits for the others (acquire: the defaults of
-// barrier.cluster's arrive and wait; PTX 7.8 has no modifiers for them), so that afterwards any
-// block may read any other's shared memory. ld_cluster_f32: the float at
-// shared address a of the cluster's block of rank r (distributed shared
-// memory, mapa + ld.shared::cluster). A block must not exit while another
-// may still read its shared memory: a second cluster_sync keeps it.
-__device__ __forceinline__ void cluster_sync() {
+// with a cluster dimension only on such devices). A cluster barrier's
+// phase: every thread of every block of the cluster arrives
+// (cluster_arrive: its earlier writes, shared memory of other blocks
+// included, released) and later waits (cluster_wait: acquire) until all
+// have; the defaults of barrier.cluster's arrive and wait (PTX 7.8 has no
+// modifiers for them). st_cluster_f32: stores v at shared address a of
+// the cluster's block of rank r (distributed shared memory: mapa +
+// st.shared::cluster); a block may only be written so once it has started,
+// i.e. after a barrier phase it arrived at.
+__device__ __forceinline__ void cluster_arrive() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
 #endif
 }
-__device__ __forceinline__ float ld_cluster_f32(u32 a, u32 r) {
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void st_cluster_f32(u32 a, u32 r, float v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   u32 ra;
-  float v;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(r));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
-  return v;
-#else
-  return 0.f;
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(ra), "f"(v) : "memory");
 #endif
 }
 

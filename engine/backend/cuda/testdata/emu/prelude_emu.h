@@ -108,11 +108,9 @@ inline float warp_max(float v) {
 
 // Clusters: blocks run one at a time here, so no kernel path that merges
 // through a cluster's shared memory can run (the tests never ask for one).
-inline void cluster_sync() { std::abort(); }
-inline float ld_cluster_f32(const void*, u32) {
-  std::abort();
-  return 0.f;
-}
+inline void cluster_arrive() { std::abort(); }
+inline void cluster_wait() { std::abort(); }
+inline void st_cluster_f32(const void*, u32, float) { std::abort(); }
 
 // cp.async: a plain copy; smem_addr passes the pointer through.
 inline void prefetch_l2(const void*) {}
