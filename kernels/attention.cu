@@ -914,12 +914,16 @@ struct DecodePrepP {
 // each block merges its slice from its own shared memory (cluster_gather).
 // Why: at 640 positions attn_merge_splits is a launch of its own, ~1 µs
 // after the attention's last block and ~2.5 µs long (run 20's step
-// timeline) for 11 partials of 2 KB a head; a first version that read the
-// partials from the others' shared memory (two barriers after the loop, a
-// round trip between them) shortened the step by 1.25 µs a layer (run
-// 21). The weights are the deferred merge's (exp of each max less the
-// greatest), in log2 units: results differ from attn_merge_splits by
-// rounding only.
+// timeline) for 11 partials of 2 KB a head. Measured (run 21): in the
+// step's timeline the attention then adds 10.2–10.5 µs a layer instead of
+// 7.9 + 3.5 (its span 9.2–9.6 µs against 6.7: the barrier after the last
+// split and the merge), the step 4,355–4,364 µs against 4,415; but a
+// process each reads the same decode rate (225.0, 228.3, 224.8 tok/s at
+// 512 against 225.3, 228.5, 224.9, 224.9). So opt-in. A first version that read the
+// partials from the others' shared memory (two barriers after the loop)
+// measured the same. The weights are the deferred merge's (exp of each max
+// less the greatest), in log2 units: results differ from
+// attn_merge_splits by rounding only (1.9e-5 in TestAttnPrepFold's logits).
 #define CLUSTER_MAXZ 16
 // The receive area's floats: csz rows of ceil(G·HD/csz) + 2G.
 #define CRECV (G * HD + CLUSTER_MAXZ * (1 + 2 * G))

@@ -627,8 +627,10 @@ __device__ __forceinline__ GfRows gemvf_rows(const GemvP& p, const int vb, const
 // ends, before the reduction and the stores. Why: the looped gate|up's
 // blocks all reach their second share together (run 20's step timeline:
 // 50.5 µs for 201 MB, 4.0 TB/s, against the LM head's 4.5), each warp's
-// first loads of it starting cold. Off by default until measured; changes
-// no result.
+// first loads of it starting cold. Measured (run 21 call a, a process
+// each): 227.2, 225.0 / 176.3, 174.6 tok/s at 512 / 32K against 228.7,
+// 232.6, 230.8 / 177.7, 179.0, 179.4 without: −1.5%, like the other L2
+// prefetches (GF_L2PF, ATTN_WPF). Off; changes no result.
 #ifndef GF_XPF
 #define GF_XPF 0
 #endif

@@ -71,6 +71,9 @@
 //	INFERNIX_CUDA_GEMM_ALGO=k     cuBLASLt's k-th heuristic choice for products of ≤ 64 rows
 //	INFERNIX_CUDA_ATTN_BLOCKS=N   blocks a decode-attention launch aims at (default 2 per SM)
 //	INFERNIX_CUDA_ATTN_DEFER=0    the folded decode attention's last split merges the others (default: attn_merge_splits, a kernel of its own)
+//	INFERNIX_CUDA_ATTN_CLUSTER=16 the folded decode attention's splits (at most 16; contexts of up to 32
+//	                              splits are cut to 16) merge within a thread-block cluster instead of
+//	                              attn_merge_splits (sm_90; run 21: no faster)
 //	INFERNIX_CUDA_ATTN_STAGES=2   the decode attention's K/V tile stages (default 3 up to head dim 128: 2 blocks per SM; 2: 3 blocks)
 //	INFERNIX_CUDA_FUSE=0          no operator fusion (fuse.go)
 //	INFERNIX_CUDA_NOFUSE=a,b      turn off parts: gemvf, norm, resid, swiglu, attn, prep (the
