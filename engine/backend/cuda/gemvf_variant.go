@@ -44,6 +44,9 @@ import (
 // +6.0% at 512 and +4.4% at 32K over the mean of three default processes; GF_KSS=2 (two warps per gate|up output)
 // no faster, with it or without. The bench measures the one-row kernels
 // unbounded (GF_MINB=1) and GF_KS=1.
+// GF_DYN (looped products take their shares from a counter) and
+// GF_TRIGGER (one-wave products let the next launch after their loop):
+// prepared in run 21, not yet measured (kernels/gemv.cu).
 var benchGemvfVariants = []string{"GF_MINB=1", "GF_KS=1"}
 
 // gemvfDefaultKS and gemvfDefaultMinB are GF_KS's and GF_MINB's defaults
