@@ -234,7 +234,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		deferMerge := b.attnDefer && zmax > 1 && zmax <= mergeSplitsMax && ak.mergeSplits != nil
 		if clusterZ > 1 {
 			// The splits merge through their cluster's shared memory
-			// (cluster_merge in kernels/attention.cu).
+			// (CLUSTER_MERGE in kernels/attention.cu).
 			a[20] = 2
 			b.launchCluster(foldK, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem), uint32(clusterZ), a[:]...)
 			return

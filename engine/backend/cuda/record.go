@@ -48,13 +48,7 @@ func (b *Backend) launch(k *kernel, gx, gy, gz, bx, by, smem uint32, args ...uin
 	if gx == 0 || gy == 0 || gz == 0 {
 		return // nothing to do (an empty batch)
 	}
-	r := rec{kind: recLaunch, k: k, grid: [3]uint32{gx, gy, gz}, block: [2]uint32{bx, by}, smem: smem, pdl: b.pdl && k.pdl}
-	if len(args) > maxArgs {
-		panic("cuda: too many kernel arguments")
-	}
-	r.nargs = uint8(copy(r.args[:], args))
-	b.launches++
-	b.submit(&r)
+	b.record(rec{kind: recLaunch, k: k, grid: [3]uint32{gx, gy, gz}, block: [2]uint32{bx, by}, smem: smem, pdl: b.pdl && k.pdl}, args)
 }
 
 // launchCluster records a launch in thread-block clusters of cz blocks
@@ -64,10 +58,17 @@ func (b *Backend) launchCluster(k *kernel, gx, gy, gz, bx, by, smem, cz uint32, 
 	if b.err != nil || gx == 0 || gy == 0 || gz == 0 {
 		return
 	}
-	r := rec{kind: recLaunch, k: k, grid: [3]uint32{gx, gy, gz}, block: [2]uint32{bx, by}, smem: smem, pdl: b.pdl && k.pdl, clz: uint8(cz)}
+	b.clusterRuns++
+	b.record(rec{kind: recLaunch, k: k, grid: [3]uint32{gx, gy, gz}, block: [2]uint32{bx, by}, smem: smem, pdl: b.pdl && k.pdl, clz: uint8(cz)}, args)
+}
+
+// record submits launch r with its arguments.
+func (b *Backend) record(r rec, args []uint64) {
+	if len(args) > maxArgs {
+		panic("cuda: too many kernel arguments")
+	}
 	r.nargs = uint8(copy(r.args[:], args))
 	b.launches++
-	b.clusterRuns++
 	b.submit(&r)
 }
 

@@ -454,7 +454,7 @@ func clusterConfig(attrs *[2]launchAttr, gx, gy, gz, bx, by, bz, smem uint32, s 
 // LaunchCluster is Launch in thread-block clusters of cz blocks along the
 // grid's z dimension (which cz divides), with programmatic dependent
 // launch where pdl is set. Needs cuLaunchKernelEx and an sm_90 device;
-// kernels that read other blocks' shared memory must be launched so.
+// kernels that use other blocks' shared memory must be launched so.
 func (d *Driver) LaunchCluster(f Function, gx, gy, gz, bx, by, bz, smem uint32, s Stream, params unsafe.Pointer, cz uint32, pdl bool) error {
 	if d.cuLaunchKernelEx == 0 {
 		return d.err("cuLaunchKernelEx", 500) // CUDA_ERROR_NOT_FOUND

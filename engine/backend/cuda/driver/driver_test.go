@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"unsafe"
@@ -63,6 +64,36 @@ func TestLaunchConfigLayout(t *testing.T) {
 	var a launchAttr
 	if s, v := unsafe.Sizeof(a), unsafe.Offsetof(a.val); s != 72 || v != 8 {
 		t.Errorf("launchAttr: size %d, value at %d; want 72, 8", s, v)
+	}
+}
+
+// TestClusterConfig: a cluster launch's attributes as cuda.h lays them out:
+// CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (4) with x, y, z as three unsigned
+// ints, then, with PDL, programmatic stream serialization (6) set to 1.
+func TestClusterConfig(t *testing.T) {
+	for _, pdl := range []bool{false, true} {
+		var attrs [2]launchAttr
+		c := clusterConfig(&attrs, 8, 2, 16, 128, 1, 1, 4096, 0, 16, pdl)
+		if c.gridX != 8 || c.gridY != 2 || c.gridZ != 16 || c.blockX != 128 || c.smem != 4096 {
+			t.Errorf("pdl %v: config %+v", pdl, *c)
+		}
+		if c.attrs != uintptr(unsafe.Pointer(&attrs[0])) {
+			t.Errorf("pdl %v: attrs point elsewhere", pdl)
+		}
+		dims := [3]uint32{binary.LittleEndian.Uint32(attrs[0].val[0:]), binary.LittleEndian.Uint32(attrs[0].val[4:]), binary.LittleEndian.Uint32(attrs[0].val[8:])}
+		if attrs[0].id != 4 || dims != [3]uint32{1, 1, 16} {
+			t.Errorf("pdl %v: first attribute %d %v, want 4 [1 1 16]", pdl, attrs[0].id, dims)
+		}
+		want := uint32(1)
+		if pdl {
+			want = 2
+			if attrs[1].id != 6 || attrs[1].val[0] != 1 {
+				t.Errorf("second attribute %d value %d, want 6 1", attrs[1].id, attrs[1].val[0])
+			}
+		}
+		if c.numAttrs != want {
+			t.Errorf("pdl %v: %d attributes, want %d", pdl, c.numAttrs, want)
+		}
 	}
 }
 
