@@ -892,16 +892,6 @@ struct DecodePrepP {
   int deferMerge;
 };
 
-// ST (attn_decode_tc2, INFERNIX_CUDA_DECODE_ATTN=tc2; G ≤ 8): the same
-// attention with the products transposed, Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ: the
-// tile's 16 positions of a warp (and the head dims) are the mma's M, the
-// G query heads its N of 8, so that a tile costs each warp HD/16 mma for
-// each product instead of HD/8 (the padding is half of N instead of three
-// quarters of M), the output accumulators half the registers, and P goes
-// from the Sᵀ accumulators to the B operand through movmatrix. Each
-// lane's two heads reduce their max and sum over the 8 lanes of their
-// column. Adds in another order than the default: results differ by
-// rounding. Prepared in run 15 after the device time ran out.
 // CLUSTER_MERGE (DecodePrepP.deferMerge == 2; INFERNIX_CUDA_ATTN_CLUSTER):
 // the splits of token t and KV head h are the blocks of one cluster (the
 // host launches clusters of gridDim.z blocks along z, so a block's rank is
@@ -919,9 +909,9 @@ struct DecodePrepP {
 // 7.9 + 3.5 (its span 9.2–9.6 µs against 6.7: the barrier after the last
 // split and the merge), the step 4,355–4,364 µs against 4,415; but a
 // process each reads the same decode rate (225.0, 228.3, 224.8 tok/s at
-// 512 against 225.3, 228.5, 224.9, 224.9). So opt-in. A first version that read the
-// partials from the others' shared memory (two barriers after the loop)
-// measured the same. The weights are the deferred merge's (exp of each max
+// 512 against 225.3, 228.5, 224.9, 224.9). So opt-in. A first version
+// that read the partials from the others' shared memory (two barriers
+// after the loop) measured the same. The weights are the deferred merge's (exp of each max
 // less the greatest), in log2 units: results differ from
 // attn_merge_splits by rounding only (1.9e-5 in TestAttnPrepFold's logits).
 #define CLUSTER_MAXZ 16
@@ -961,6 +951,16 @@ __device__ __forceinline__ void cluster_gather(float* out, const float* crecv, i
   }
 }
 
+// ST (attn_decode_tc2, INFERNIX_CUDA_DECODE_ATTN=tc2; G ≤ 8): the same
+// attention with the products transposed, Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ: the
+// tile's 16 positions of a warp (and the head dims) are the mma's M, the
+// G query heads its N of 8, so that a tile costs each warp HD/16 mma for
+// each product instead of HD/8 (the padding is half of N instead of three
+// quarters of M), the output accumulators half the registers, and P goes
+// from the Sᵀ accumulators to the B operand through movmatrix. Each
+// lane's two heads reduce their max and sum over the 8 lanes of their
+// column. Adds in another order than the default: results differ by
+// rounding. Prepared in run 15 after the device time ran out.
 template <int KT, bool PREP = false, bool ST = false>
 __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc, const float* q, float* out, float* part, int* cnt,
                                                     const int* __restrict__ tokTab, const int* __restrict__ pos,
