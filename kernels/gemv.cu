@@ -666,6 +666,8 @@ __device__ __forceinline__ GfRows gemvf_rows(const GemvP& p, const int vb, const
 #endif
 #if GF_DYN
 __device__ unsigned gf_dyn_cnt[3][2][9];  // [MODE][NORM][R]
+template <int R, int NORM, int MODE>
+__device__ __forceinline__ unsigned* gf_dyn_counter() { return &gf_dyn_cnt[MODE][NORM][R]; }
 #endif
 // GF_DYN: thread 0 asks for the block's next share (tick: null when the
 // shares are static), after the kernel's PDL_WAIT; the ticket stays in a
@@ -674,7 +676,7 @@ __device__ unsigned gf_dyn_cnt[3][2][9];  // [MODE][NORM][R]
 template <int R, int NORM, int MODE>
 __device__ __forceinline__ unsigned gemvf_take(const unsigned* tick) {
 #if GF_DYN
-  if (tick != 0 && threadIdx.x == 0) return atomicAdd(&gf_dyn_cnt[MODE][NORM][R], 1u);
+  if (tick != 0 && threadIdx.x == 0) return atomicAdd(gf_dyn_counter<R, NORM, MODE>(), 1u);
 #endif
   return 0;
 }
@@ -947,7 +949,7 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
       const unsigned tk = tick[k & 1];
       if (tk >= extra) {
 #if GF_DYN
-        if (threadIdx.x == 0 && tk == (unsigned)nvb - 1) atomicAdd(&gf_dyn_cnt[MODE][NORM][R], 0u - (unsigned)nvb);
+        if (threadIdx.x == 0 && tk == (unsigned)nvb - 1) atomicAdd(gf_dyn_counter<R, NORM, MODE>(), 0u - (unsigned)nvb);
 #endif
         return;
       }
