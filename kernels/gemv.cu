@@ -622,74 +622,14 @@ __device__ __forceinline__ GfRows gemvf_rows(const GemvP& p, const int vb, const
   return w;
 }
 
-// GF_XPF=1: a looped block (gemvf) asks L2 for its next share's first
-// weights (each lane the GF_U chunks it loads first) when its main loop
-// ends, before the reduction and the stores. Why: the looped gate|up's
-// blocks all reach their second share together (run 20's step timeline:
-// 50.5 µs for 201 MB, 4.0 TB/s, against the LM head's 4.5), each warp's
-// first loads of it starting cold. Measured (run 21 call a, a process
-// each): 227.2, 225.0 / 176.3, 174.6 tok/s at 512 / 32K against 228.7,
-// 232.6, 230.8 / 177.7, 179.0, 179.4 without: −1.5%, like the other L2
-// prefetches (GF_L2PF, ATTN_WPF). Off; changes no result.
-#ifndef GF_XPF
-#define GF_XPF 0
-#endif
-// GF_DYN=1: a looped product's blocks (gemvf) take their shares after the
-// first from a counter (gf_dyn_cnt, one per kernel), thread 0 asking for
-// the next while the block computes the current one, so that a block
-// that starts late or reads slowly computes fewer shares instead of
-// setting the end. The block that takes the last ticket sets the counter
-// back to zero for the next launch (which starts after this one
-// completes: each kernel lets the next launch only after its own
-// PDL_WAIT, and tickets are taken after it). Each share is computed as
-// before by one block: bit-identical. Why: run 19 found each SM's share
-// of the bandwidth uneven and changing from launch to launch; and a
-// looped grid sized to what fits the GPU at once runs a partial second
-// wave if any of its blocks has to wait for an SM, as when the previous
-// kernel lets it launch early (GF_TRIGGER). Prepared in run 21, not yet
-// measured.
-#ifndef GF_DYN
-#define GF_DYN 0
-#endif
-// GF_TRIGGER=1: the fused products that are not looped (q|k|v, o_proj,
-// down: one wave) let the next kernel launch after their main loop
-// (PDL_LAUNCH) instead of at exit; looped ones still at exit. Why:
-// PDL_TRIGGER 1 and 3 (every long kernel early) measured 6–7.5% slower
-// (runs 14, 17, 20), plausibly because the looped gate|up and LM head,
-// sized to fill the GPU once, then find SMs still held by the previous
-// kernel and run a partial second wave; with GF_DYN they cannot, and the
-// ~1 µs between one kernel's last exit and the next one's first entry
-// (run 20's step timeline) overlaps the one-wave products' tails.
-// Prepared in run 21, not yet measured.
-#ifndef GF_TRIGGER
-#define GF_TRIGGER 0
-#endif
-#if GF_DYN
-__device__ unsigned gf_dyn_cnt[3][2][9];  // [MODE][NORM][R]
-template <int R, int NORM, int MODE>
-__device__ __forceinline__ unsigned* gf_dyn_counter() { return &gf_dyn_cnt[MODE][NORM][R]; }
-#endif
-// GF_DYN: thread 0 asks for the block's next share (tick: null when the
-// shares are static), after the kernel's PDL_WAIT; the ticket stays in a
-// register until the share is done (gemvf_vb stores it then), so that
-// the atomic's round trip does not hold warp 0's loads back.
-template <int R, int NORM, int MODE>
-__device__ __forceinline__ unsigned gemvf_take(const unsigned* tick) {
-#if GF_DYN
-  if (tick != 0 && threadIdx.x == 0) return atomicAdd(gf_dyn_counter<R, NORM, MODE>(), 1u);
-#endif
-  return 0;
-}
-
 // One (virtual) block vb of the fused product; first: the first vb this
-// block computes, next: the one it computes after this, or −1 (gemvf).
+// block computes (gemvf).
 template <int R, int NORM, int MODE, int WIDE>
-__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first, const int next, unsigned* tick = nullptr) {
+__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int T = p.T, I = p.I;
   const u64 tm0 = GF_TIMING ? global_ns() : 0;
   u64 tm1 = 0;
-  unsigned tk = 0;  // GF_DYN: the next share's ticket (thread 0)
   const GfRows rows = gemvf_rows<MODE, WIDE>(p, vb, warp);
   const int k0 = rows.k0, k1 = rows.k1, s = rows.s, grp = rows.grp, blk = rows.blk, kslice = rows.kslice, o0 = rows.o0;
   const int O = rows.O;
@@ -739,7 +679,6 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
       for (int c = 0; c < GF_TS - 1 && c < nch; c++) issue(c);
     }
     PDL_ENTRY();
-    tk = gemvf_take<R, NORM, MODE>(tick);
     for (int c = 0; c < nch; c++) {
       __syncthreads();  // every warp is done with chunk c − 1: its stage may be refilled
       if (warp == 0 && c + GF_TS - 1 < nch) issue(c + GF_TS - 1);
@@ -773,7 +712,6 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
       }
     }
     PDL_ENTRY();
-    tk = gemvf_take<R, NORM, MODE>(tick);
     for (int i0 = k0 + lane * 8;;) {
       // GF_PIPE: the next U chunks are requested before this U are used, so
       // a warp always has loads in flight (otherwise it issues, waits, adds).
@@ -812,19 +750,6 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
     }
   }
   PDL_LATE();
-  if (GF_TRIGGER == 1 && !WIDE && p.nvb <= (int)gridDim.x) PDL_LAUNCH();
-  if (GF_XPF && !WIDE && next >= 0) {
-    constexpr int U = MODE == GF_RESID ? GF_UR : GF_U;
-    const GfRows nr = gemvf_rows<MODE, 0>(p, next, warp);
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int i = nr.k0 + lane * 8 + u * 256;
-      if (i < nr.k1) {
-        prefetch_l2(nr.wr0 + i);
-        if (TWO) prefetch_l2(nr.wr1 + i);
-      }
-    }
-  }
   if (WIDE) {
     gemvf_reduce<R, NORM, MODE>(p, acc, ss, blk, grp, s, O, out);
     return;
@@ -914,7 +839,6 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
     tp[2] = global_ns();
     tp[3] = sm_id();
   }
-  if (GF_DYN && tick != 0 && threadIdx.x == 0) *tick = tk;
 }
 
 // GemvP.nvb > gridDim.x (the plain kernels; INFERNIX_CUDA_GEMV_WAVE): the
@@ -930,36 +854,11 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
 template <int R, int NORM, int MODE, int WIDE>
 __device__ __forceinline__ void gemvf(const GemvP& p) {
   if (WIDE) {
-    gemvf_vb<R, NORM, MODE, 1>(p, blockIdx.x, true, -1);
+    gemvf_vb<R, NORM, MODE, 1>(p, blockIdx.x, true);
     return;
   }
   const int nvb = max(p.nvb, (int)gridDim.x);
-  if (GF_DYN && nvb > (int)gridDim.x) {
-    // Tickets 0 … nvb − gridDim.x − 1 are shares gridDim.x …; every block
-    // ends on one past them, so nvb tickets are taken in all, the last
-    // one by the block that then resets the counter. tick is double
-    // buffered: thread 0 writes the next slot during a share while the
-    // others may still read the last one.
-    __shared__ unsigned tick[2];
-    const unsigned extra = nvb - gridDim.x;
-    int vb = blockIdx.x;
-    for (int k = 0;; k++) {
-      gemvf_vb<R, NORM, MODE, 0>(p, vb, k == 0, -1, &tick[k & 1]);
-      __syncthreads();  // thread 0's ticket is in
-      const unsigned tk = tick[k & 1];
-      if (tk >= extra) {
-#if GF_DYN
-        if (threadIdx.x == 0 && tk == (unsigned)nvb - 1) atomicAdd(gf_dyn_counter<R, NORM, MODE>(), 0u - (unsigned)nvb);
-#endif
-        return;
-      }
-      vb = gridDim.x + tk;
-    }
-  }
-  for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x) {
-    const int next = vb + (int)gridDim.x;
-    gemvf_vb<R, NORM, MODE, 0>(p, vb, vb == (int)blockIdx.x, next < nvb ? next : -1);
-  }
+  for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x) gemvf_vb<R, NORM, MODE, 0>(p, vb, vb == (int)blockIdx.x);
 }
 
 // The wide kernels without the norm prologue (o_proj, down) are held to 64

@@ -28,7 +28,7 @@ func TestGemvWideEmulated(t *testing.T) {
 	// Variants that add in the default's order must match its bytes; GF_KS
 	// adds in another and is checked against the reference instead.
 	variants := []gemvEmuVariant{
-		{"GF_RW=1 GF_U=8 GF_UR=16 GF_XPF=1 GF_DYN=1 GF_TRIGGER=1", emuBinary(t, "gemv-rw1-u8", "testdata/emu/gemv_variant_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true},
+		{"GF_RW=1 GF_U=8 GF_UR=16", emuBinary(t, "gemv-rw1-u8", "testdata/emu/gemv_variant_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true},
 		{"GF_PIPE=1 GF_U=2 GF_UR=3", emuBinary(t, "gemv-pipe-u2", "testdata/emu/gemv_pipe_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true},
 		{"GF_KS=4 GF_KSR=2 GF_KSS=2 GF_U=1", emuBinary(t, "gemv-ks4", "testdata/emu/gemv_ks_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), false},
 		{"GF_TMA=1 GF_TS=3 GF_TC=256", emuBinary(t, "gemv-tma", "testdata/emu/gemv_tma_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true},

@@ -44,9 +44,11 @@ import (
 // +6.0% at 512 and +4.4% at 32K over the mean of three default processes; GF_KSS=2 (two warps per gate|up output)
 // no faster, with it or without. The bench measures the one-row kernels
 // unbounded (GF_MINB=1) and GF_KS=1.
-// GF_DYN (looped products take their shares from a counter) and
-// GF_TRIGGER (one-wave products let the next launch after their loop):
-// prepared in run 21, not yet measured (kernels/gemv.cu).
+// Run 22 call a, a process each: GF_DYN (looped products take their
+// shares from a counter) 223.5 tok/s at 512, GF_TRIGGER (one-wave
+// products let the next launch after their loop) 223.7, both 225.3 and
+// 224.2, against 229.0, 226.4 and 230.1 without: 1.5–2% slower; removed
+// (1c19422 has them), as was GF_XPF (7b2a5c3; −1.5% in run 21).
 var benchGemvfVariants = []string{"GF_MINB=1", "GF_KS=1"}
 
 // gemvfDefaultKS and gemvfDefaultMinB are GF_KS's and GF_MINB's defaults
@@ -93,7 +95,6 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 	v := gemvfVariant{rw: 2, ks: gemvfDefaultKS, ksr: gemvfDefaultKS, kss: 1}
 	bad := v
 	u, ur, pipe, ks, ksr, trig, l2pf, tma, ts, tc, minb := 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, gemvfDefaultMinB
-	dyn, gtrig := 0, 0
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
 		name, val, ok := strings.Cut(f, "=")
 		n, err := strconv.Atoi(val)
@@ -129,12 +130,8 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 			tc = n
 		case name == "GF_TIMING" && (n == 0 || n == 1):
 			v.timing = n == 1
-		case name == "GF_DYN" && (n == 0 || n == 1):
-			dyn = n
-		case name == "GF_TRIGGER" && (n == 0 || n == 1):
-			gtrig = n
 		default:
-			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS, GF_KSR and GF_KSS 1, 2, 4 or 8, GF_MINB 1 to 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096, GF_TIMING, GF_DYN and GF_TRIGGER 0 or 1", f)
+			return bad, fmt.Errorf("%q: GF_RW is 1 or 2, GF_U and GF_UR 1 to 16, GF_PIPE 0 or 1, GF_KS, GF_KSR and GF_KSS 1, 2, 4 or 8, GF_MINB 1 to 8, GF_L2PF 0 or 1, PDL_TRIGGER 0 to 2, GF_TMA 0 or 1, GF_TS 2 to 8, GF_TC a multiple of 256 up to 4096, GF_TIMING 0 or 1", f)
 		}
 	}
 	if tma == 1 {
@@ -190,12 +187,6 @@ func parseGemvfVariant(s string) (gemvfVariant, error) {
 	}
 	if v.timing {
 		v.defs = append(v.defs, "GF_TIMING=1")
-	}
-	if dyn != 0 {
-		v.defs = append(v.defs, "GF_DYN=1")
-	}
-	if gtrig != 0 {
-		v.defs = append(v.defs, "GF_TRIGGER=1")
 	}
 	// Where the products let the next kernel launch under PDL
 	// (kernels/prelude.cuh); it overrides INFERNIX_CUDA_PDL_TRIGGER for
