@@ -303,29 +303,3 @@ template <int DT> __device__ __forceinline__ void fill_random_impl(u16* out, lon
 }
 extern "C" __global__ void fill_random_bf16(u16* out, long n, u32 seed, float scale) { fill_random_impl<DT_BF16>(out, n, seed, scale); }
 extern "C" __global__ void fill_random_f16(u16* out, long n, u32 seed, float scale) { fill_random_impl<DT_F16>(out, n, seed, scale); }
-
-// Asks L2 for bytes from w, chunk bytes a thread (the host sizes the grid),
-// letting the next kernel launch at once: a decode step's attention, which
-// leaves the memory nearly idle at short contexts, runs while the weights
-// the kernel after it reads (o_proj's) come in. L2PF_BULK=1: one bulk
-// prefetch a thread (sm_90, PTX 8.0); else one prefetch a 128-byte line.
-// Its wait keeps the chain: the next kernel's wait, on this one, implies
-// the one before. (INFERNIX_CUDA_L2PF; Backend.PrefetchWeights.)
-#ifndef L2PF_BULK
-#define L2PF_BULK 0
-#endif
-extern "C" __global__ void __launch_bounds__(32) l2_prefetch(const char* w, unsigned long long bytes, unsigned chunk) {
-  STEP_TIMER();
-  PDL_LAUNCH();
-  const unsigned long long i0 = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) * chunk;
-  if (i0 < bytes) {
-    const unsigned n = (unsigned)min((unsigned long long)chunk, bytes - i0);
-#if L2PF_BULK && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(w + i0), "r"(n) : "memory");
-#else
-    for (unsigned o = 0; o < n; o += 128) prefetch_l2(w + i0 + o);
-#endif
-  }
-  PDL_WAIT();
-  step_waited();
-}

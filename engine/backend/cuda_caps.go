@@ -45,14 +45,3 @@ type DeviceThreadRunner interface {
 type BandwidthMeter interface {
 	MeasureBandwidth() (bytesPerSecond float64, err error)
 }
-
-// WeightPrefetcher is an optional capability of backends with a cache
-// between their memory and their compute (a GPU's L2): PrefetchWeights
-// says that w is read soon, by an operation issued after the next one, so
-// that the backend may start bringing it in while that next operation runs
-// (on a GPU, a decode step's attention reads little and leaves the memory
-// idle). A hint: it never changes a result, a backend may ignore it, and
-// an unused hint lapses at the next operation.
-type WeightPrefetcher interface {
-	PrefetchWeights(w Tensor)
-}

@@ -198,7 +198,6 @@ func (m *Model) run(b *model.Batch) (backend.Tensor, error) {
 	q, k, v, attn := be.Rows(m.q, T), be.Rows(m.k, T), be.Rows(m.v, T), be.Rows(m.attn, T)
 	mlp := be.Rows(m.mlp, T)
 	be.Embed(x, m.embed, b.Tokens)
-	pf, _ := be.(backend.WeightPrefetcher)
 	for li := range m.layers {
 		L := &m.layers[li]
 		be.RMSNorm(h, x, L.inputNorm, eps)
@@ -210,9 +209,6 @@ func (m *Model) run(b *model.Batch) (backend.Tensor, error) {
 		be.RMSNorm(kh, kh, L.kNorm, eps)
 		be.RoPE(q, nh, b.Attn.Pos, m.rope)
 		be.RoPE(k, nkv, b.Attn.Pos, m.rope)
-		if pf != nil {
-			pf.PrefetchWeights(L.o) // read right after the attention, which reads little at short contexts
-		}
 		be.Attention(attn, q, k, v, m.kv, li, &b.Attn, scale)
 		be.MatMul(h, attn, L.o)
 		be.Add(x, x, h)

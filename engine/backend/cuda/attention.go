@@ -140,8 +140,6 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 	if heads%kvh != 0 {
 		panic(fmt.Sprintf("cuda: %d query heads for %d KV heads", heads, kvh))
 	}
-	hint := b.l2Hint
-	b.l2Hint = nil
 	if b.err != nil || T == 0 {
 		return
 	}
@@ -234,8 +232,6 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		// The merge as a kernel of its own (attn_merge_splits: a warp per
 		// query head, token and 32 dims).
 		deferMerge := b.attnDefer && zmax > 1 && zmax <= mergeSplitsMax && ak.mergeSplits != nil
-		b.l2Hint = hint
-		b.launchL2Hint()
 		if clusterZ > 1 {
 			// The splits merge through their cluster's shared memory
 			// (CLUSTER_MERGE in kernels/attention.cu).

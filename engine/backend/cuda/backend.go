@@ -94,9 +94,6 @@ type Backend struct {
 	attnTC2       bool          // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
 	attnDefer     bool          // the folded decode attention's merge as its own kernel (INFERNIX_CUDA_ATTN_DEFER=0: in the last split)
 	attnCluster   int           // > 1: the folded decode attention's splits, up to this many, merge through a cluster's shared memory (INFERNIX_CUDA_ATTN_CLUSTER; clusterSplits)
-	l2pf          int           // l2pfLines, l2pfBulk: PrefetchWeights launches l2_prefetch (INFERNIX_CUDA_L2PF); 0 ignores the hints
-	l2pfChunk     int           // bytes a thread of l2_prefetch asks for (INFERNIX_CUDA_L2PF_CHUNK)
-	l2Hint        *Tensor       // PrefetchWeights' pending hint, taken by the next Attention
 	inlineCopies  bool          // captured graphs keep their metadata copies where they were recorded (INFERNIX_CUDA_GRAPH_COPIES=inline)
 	attnStages    int           // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
 	kvDT          kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
@@ -219,15 +216,6 @@ func New(opt Options) (*Backend, error) {
 			b.logf("cuda: INFERNIX_CUDA_DEFINES: %q is not NAME or NAME=VALUE; ignored", d)
 		}
 	}
-	// INFERNIX_CUDA_L2PF=lines|bulk: PrefetchWeights' hints are followed
-	// (l2_prefetch in kernels/elementwise.cu), chunk bytes a thread.
-	switch os.Getenv("INFERNIX_CUDA_L2PF") {
-	case "lines":
-		b.l2pf = l2pfLines
-	case "bulk":
-		b.l2pf = l2pfBulk
-	}
-	b.l2pfChunk = max(envInt("INFERNIX_CUDA_L2PF_CHUNK", 16384)&^127, 128)
 	if err := b.loadKernels(); err != nil {
 		b.release()
 		return nil, err

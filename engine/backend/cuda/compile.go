@@ -32,7 +32,6 @@ type kernelSet struct {
 	rmsWarp, rmsBlock, add, add4          *kernel
 	swiglu, swiglu4, rope, gather, toBF16 *kernel
 	bf16ToF32, f16ToF32, sigAdd           *kernel
-	l2Prefetch                            *kernel
 	kvStore, fill                         [numKVDTypes]*kernel // kv_store, fill_random_*: per KV element type
 	gemv                                  [3][4]*kernel        // dtype × R ∈ {1, 2, 4, 8}
 	gemv3                                 [4]*kernel           // bf16, R ∈ {1, 2, 4, 8}
@@ -196,7 +195,7 @@ func (b *Backend) loadKernels() error {
 		"to_bf16": &k.toBF16, "bf16_to_f32_k": &k.bf16ToF32, "f16_to_f32_k": &k.f16ToF32, "kv_store": &k.kvStore[kvBF16],
 		"kv_store_f16": &k.kvStore[kvF16], "sigmoid_gated_add": &k.sigAdd, "fill_random_bf16": &k.fill[kvBF16],
 		"fill_random_f16": &k.fill[kvF16], "add_rmsnorm": &k.addRMS,
-		"add_rmsnorm_bf": &k.addRMSBF, "swiglu_f32x4_bf": &k.swiglu4BF, "l2_prefetch": &k.l2Prefetch,
+		"add_rmsnorm_bf": &k.addRMSBF, "swiglu_f32x4_bf": &k.swiglu4BF,
 	}
 	gv := map[string]**kernel{"moe_route": &k.moeRoute, "moe_combine": &k.moeCombine, "moe_combine_rows": &k.moeCombineRows}
 	for n, dst := range gemvfNames(k, true) {
@@ -214,11 +213,7 @@ func (b *Backend) loadKernels() error {
 		gv["gemv_indexed_"+n] = &k.gemvIdx[d]
 		gv["gemv_indexed_scalar_"+n] = &k.gemvIdxScalar[d]
 	}
-	var ewDefs []string
-	if b.l2pf == l2pfBulk {
-		ewDefs = []string{"L2PF_BULK=1"}
-	}
-	if err := b.load("elementwise.cu", ewDefs, ew); err != nil {
+	if err := b.load("elementwise.cu", nil, ew); err != nil {
 		return err
 	}
 	if err := b.load("gemv.cu", b.gemvf.defs, gv); err != nil {

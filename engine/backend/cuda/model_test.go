@@ -479,24 +479,6 @@ func TestAttnPrepFold(t *testing.T) {
 			}
 		}
 	}
-	// o_proj's weights asked into L2 before each decode attention
-	// (INFERNIX_CUDA_L2PF, the model's PrefetchWeights hint): one launch
-	// more a layer, the same bits.
-	if b.k.l2Prefetch != nil {
-		b.l2pf = l2pfLines
-		prefetched, nPrefetched := run(24, true, true, 0)
-		b.l2pf = 0
-		if want := cfg.NumHiddenLayers * steps; nPrefetched-nDeferred != want {
-			t.Errorf("the L2 prefetch added %d launches (%d against %d), want %d", nPrefetched-nDeferred, nPrefetched, nDeferred, want)
-		}
-		for s := range deferred {
-			for i, a := range deferred[s] {
-				if math.Float32bits(a) != math.Float32bits(prefetched[s][i]) {
-					t.Fatalf("row %d logit %d: %v, %v with the L2 prefetch", s, i, a, prefetched[s][i])
-				}
-			}
-		}
-	}
 	// The splits merged within clusters (INFERNIX_CUDA_ATTN_CLUSTER): the
 	// deferred merge's launch saved, the same weights in another order of
 	// additions (log2 units), so the logits are held to 1e-4 of it.
