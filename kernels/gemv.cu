@@ -882,3 +882,99 @@ GEMVF_R(1, 0)
 GEMVF_R(1, 1)
 GEMVF_R(2, 0)
 GEMVF_R(2, 1)
+
+// Skinny products on the tensor cores: out[T×O] = x·wᵀ for 8 < T ≤ 8·NT
+// tokens (decode batches of many lanes), x in bf16 (the activations
+// rounded as cuBLASLt reads them), w bf16 [O×I], f32 sums; I a multiple
+// of 32·SK_WARPS. A block computes 16 outputs for every token; its warps
+// split I into SK_WARPS slices and each walks its slice 32 columns a step
+// with m16n8k16 products, w as A (rows r0 + g and r0 + g + 8) and x as B
+// (tokens 8j + g). The mma's k order is permuted so that each lane's
+// operands are one 16-byte load: lane (g, t) holds columns 8t … 8t + 7 of
+// the step, slots (2t, 2t+1, 2t+8, 2t+9) of the first product taking
+// columns 8t … 8t + 3 and of the second 8t + 4 … 8t + 7, the same in A and
+// B, so the sum is over the same pairs. The slices' sums add in slice
+// order through shared memory: results do not depend on timing. Why: at
+// 16 lanes cuBLASLt's skinny products and the separate conversions took
+// ~8 ms a step against ~3.8 ms of weights at the copy bandwidth
+// (INFERNIX_CUDA_SKINNY; Backend.skinny).
+#define SK_WARPS 8
+#ifndef SK_U
+#define SK_U 4  // steps (1 KB of weights a warp each) requested at once
+#endif
+template <int NT>
+__device__ __forceinline__ void gemm_skinny(float* __restrict__ out, const u16* __restrict__ x, const u16* __restrict__ w, int T,
+                                            int I, int O) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int r0 = blockIdx.x * 16;
+  const int slice = I / SK_WARPS, k0 = warp * slice + 8 * t, steps = slice / 32;
+  // Rows past O repeat the last and tokens past T the last: loads stay in
+  // bounds, their results are not written.
+  const u16* wa = w + (long)min(r0 + g, O - 1) * I + k0;
+  const u16* wb = w + (long)min(r0 + g + 8, O - 1) * I + k0;
+  float c[NT][4];
+#pragma unroll
+  for (int j = 0; j < NT; j++) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.f;
+  uint4 wv[SK_U][2];
+#pragma unroll
+  for (int u = 0; u < SK_U; u++) {
+    if (u < steps) {
+      wv[u][0] = ld_stream(wa + u * 32);
+      wv[u][1] = ld_stream(wb + u * 32);
+    }
+  }
+  PDL_ENTRY();
+  const u16* xr[NT];
+#pragma unroll
+  for (int j = 0; j < NT; j++) xr[j] = x + (long)min(8 * j + g, T - 1) * I + k0;
+  for (int s0 = 0; s0 < steps; s0 += SK_U) {
+    uint4 xv[SK_U][NT];
+#pragma unroll
+    for (int u = 0; u < SK_U; u++) {
+#pragma unroll
+      for (int j = 0; j < NT; j++)
+        if (s0 + u < steps) xv[u][j] = *(const uint4*)(xr[j] + (s0 + u) * 32);
+    }
+#pragma unroll
+    for (int u = 0; u < SK_U; u++) {
+      if (s0 + u < steps) {
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+          mma16816<DT_BF16>(c[j], wv[u][0].x, wv[u][1].x, wv[u][0].y, wv[u][1].y, xv[u][j].x, xv[u][j].y);
+          mma16816<DT_BF16>(c[j], wv[u][0].z, wv[u][1].z, wv[u][0].w, wv[u][1].w, xv[u][j].z, xv[u][j].w);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < SK_U; u++) {
+      const int s = s0 + SK_U + u;
+      if (s < steps) {
+        wv[u][0] = ld_stream(wa + s * 32);
+        wv[u][1] = ld_stream(wb + s * 32);
+      }
+    }
+  }
+  PDL_LATE();
+  // c[j][e]: row g + 8·(e / 2), token 8j + 2t + e % 2.
+  __shared__ float red[SK_WARPS][NT][32][4];
+#pragma unroll
+  for (int j = 0; j < NT; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) red[warp][j][lane][e] = c[j][e];
+  __syncthreads();
+  for (int o = threadIdx.x; o < 16 * 8 * NT; o += blockDim.x) {
+    const int i = o & 15, n = o >> 4;  // row, token: consecutive threads write consecutive rows
+    const int j = n >> 3, nn = n & 7, l = (i & 7) * 4 + (nn >> 1), e = (i >> 3) * 2 + (nn & 1);
+    float s = 0.f;
+    for (int ws = 0; ws < SK_WARPS; ws++) s += red[ws][j][l][e];
+    if (n < T && r0 + i < O) out[(long)n * O + r0 + i] = s;
+  }
+}
+#define GEMM_SKINNY(NT)                                                                                     \
+  extern "C" __global__ void __launch_bounds__(32 * SK_WARPS, 2)                                            \
+      gemm_skinny_n##NT(float* __restrict__ out, const u16* __restrict__ x, const u16* __restrict__ w, int T, int I, int O) { \
+    STEP_TIMER();                                                                                           \
+    gemm_skinny<NT>(out, x, w, T, I, O);                                                                    \
+  }
+GEMM_SKINNY(2)
+GEMM_SKINNY(4)

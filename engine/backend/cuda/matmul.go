@@ -66,6 +66,20 @@ func (b *Backend) matmulOpt(out, x driver.DevPtr, w *Tensor, T, I, O int, allowL
 // column-major outᵀ[O,T] = W[I,O]ᵀ·xᵀ[I,T] ("TN"). False if cuBLASLt has no
 // algorithm for the shape (the caller falls back to the GEMV kernels).
 func (b *Backend) gemmLt(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
+	if b.skinny && w.dt == backend.BF16 && T > 8 && T <= 32 && I%256 == 0 && b.k.skinny[0] != nil {
+		// gemm_skinny (kernels/gemv.cu): 16 outputs a block, I in 8 slices.
+		src, ok := b.bf16Input(x, T*I)
+		if !ok {
+			return true
+		}
+		k := b.k.skinny[0]
+		if T > 16 {
+			k = b.k.skinny[1]
+		}
+		b.launch(k, uint32((O+15)/16), 1, 1, 256, 1, 0, ptr(out), ptr(src), ptr(w.ptr), i32(T), i32(I), i32(O))
+		b.xbf.converted(x, T*I, out, T*O, b.writes)
+		return true
+	}
 	key := gemmKey{O: O, T: T, I: I, dt: w.dt, algo: b.gemmAlgoFor(T)}
 	g, ok := b.gemms[key]
 	if !ok {
@@ -94,14 +108,10 @@ func (b *Backend) gemmLt(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 	src := x
 	n := T * I
 	if w.dt == backend.BF16 {
-		xb, ok := b.scratchPtr(scrXBF16, uint64(2*n))
-		if !ok {
+		var ok bool
+		if src, ok = b.bf16Input(x, n); !ok {
 			return true
 		}
-		if !b.xbf.reusable(x, n, b.writes) || b.pend.kind != pendNone {
-			b.launch(b.k.toBF16, gridFor(n/2), 1, 1, 256, 1, 0, ptr(xb), ptr(x), uint64(n/2))
-		}
-		src = xb
 	}
 	r := rec{kind: recGemm, nargs: 3, gemm: g}
 	r.args[0], r.args[1], r.args[2] = uint64(w.ptr), uint64(src), uint64(out)
@@ -110,6 +120,22 @@ func (b *Backend) gemmLt(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 		b.xbf.converted(x, n, out, T*O, b.writes)
 	}
 	return true
+}
+
+// bf16Input is x's n floats rounded to bf16 in scratch, as the products
+// with bf16 inputs read them: converted here unless the kernel that wrote x
+// also wrote them there (shadowBF16) or an earlier product converted the
+// same x (bf16Reuse). False when the scratch could not grow (the failure
+// is recorded).
+func (b *Backend) bf16Input(x driver.DevPtr, n int) (driver.DevPtr, bool) {
+	xb, ok := b.scratchPtr(scrXBF16, uint64(2*n))
+	if !ok {
+		return 0, false
+	}
+	if !b.xbf.reusable(x, n, b.writes) || b.pend.kind != pendNone {
+		b.launch(b.k.toBF16, gridFor(n/2), 1, 1, 256, 1, 0, ptr(xb), ptr(x), uint64(n/2))
+	}
+	return xb, true
 }
 
 // gemmAlgoFor is the cuBLASLt heuristic choice for a product of T rows:

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/infernix/infernix/engine/backend"
@@ -171,5 +172,65 @@ func TestMatMulGemmAlgos(t *testing.T) {
 		b.gemmAlgo = k
 		b.MatMul(o.g, x.g, w.g)
 		compare(t, fmt.Sprintf("algo %d", k), read(t, b, o.g), cpuF32(o), 6e-3)
+	}
+}
+
+// TestMatMulSkinny: bf16 products of 9–32 rows through gemm_skinny
+// (INFERNIX_CUDA_SKINNY=1) equal cuBLASLt's on the same bf16 inputs but for
+// the order of the additions, and the CPU's within the inputs' rounding;
+// every output is written (poisoned first), none past T rows; three products
+// of one input convert it once.
+func TestMatMulSkinny(t *testing.T) {
+	b := gpu(t)
+	if b.lt == nil || b.k.skinny[0] == nil {
+		t.Skip("no cuBLASLt or no gemm_skinny")
+	}
+	defer func(v bool) { b.skinny = v }(b.skinny)
+	r := newRand(t)
+	for _, s := range []struct{ T, I, O int }{{9, 256, 1}, {16, 512, 37}, {13, 4096, 1000}, {17, 2048, 129}, {32, 768, 64}, {24, 12288, 48}} {
+		w := weight(t, b, r, backend.BF16, s.O, s.I, 0.05)
+		x := act(t, b, r, s.T, s.I, 1)
+		lt, sk := out(t, b, s.T, s.O), out(t, b, s.T+1, s.O) // sk: one row more, which must stay poisoned
+		cpuBe.MatMul(lt.c, x.c, w.c)
+		b.skinny = false
+		b.MatMul(lt.g, x.g, w.g)
+		b.skinny = true
+		b.MatMul(b.Rows(sk.g, s.T), x.g, w.g)
+		what := fmt.Sprintf("T %d I %d O %d", s.T, s.I, s.O)
+		got := read(t, b, sk.g)
+		for i, v := range got[s.T*s.O:] {
+			if !math.IsNaN(float64(v)) {
+				t.Fatalf("%s: row %d (past T) element %d written: %v", what, s.T, i, v)
+			}
+		}
+		got = got[:s.T*s.O]
+		compare(t, what+" vs cuBLASLt", got, read(t, b, lt.g), 1e-5)
+		compare(t, what+" vs CPU", got, cpuF32(lt), 6e-3)
+	}
+	// Products of one input (q, k, v): one conversion.
+	const T, I = 16, 512
+	x, y := act(t, b, r, T, I, 1), act(t, b, r, T, I, 1)
+	b.skinny = true
+	b.flush()
+	var outs []pair
+	var ws []pair
+	for _, O := range []int{512, 128, 128} {
+		ws = append(ws, weight(t, b, r, backend.BF16, O, I, 0.05))
+		outs = append(outs, out(t, b, T, O))
+	}
+	b.MatMul(outs[0].g, x.g, ws[0].g) // may grow the scratch
+	b.Add(x.g, x.g, y.g)              // the input changes on the device: converted again
+	cpuBe.Add(x.c, x.c, y.c)
+	b.flush()
+	n0 := b.launches
+	for i := range ws {
+		b.MatMul(outs[i].g, x.g, ws[i].g)
+		cpuBe.MatMul(outs[i].c, x.c, ws[i].c)
+	}
+	if got := b.launches - n0; got != 4 {
+		t.Errorf("three products of one input: %d launches, want one conversion and three products", got)
+	}
+	for i := range ws {
+		compare(t, fmt.Sprintf("shared input, product %d", i), read(t, b, outs[i].g), cpuF32(outs[i]), 6e-3)
 	}
 }
