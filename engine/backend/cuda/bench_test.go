@@ -171,7 +171,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	res["build_s"] = time.Since(t0).Seconds()
 	res["weight_bytes_per_token"] = ws.Bytes
 	V := cfg.VocabSize
-	logits := make([]float32, 16*V)
+	logits := make([]float32, 32*V) // up to 32 lanes
 
 	seqBlocks := func(first, n int) []int32 {
 		bl := make([]int32, n)

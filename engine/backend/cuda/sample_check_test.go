@@ -243,7 +243,11 @@ func checkDistribution(t *testing.T, run rowRunner, v, rowsN, iters int, r *rand
 			if p.RepetitionPenalty == 1 && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
 				for tok, c := range counts {
 					f, q := float64(c)/float64(total), probs[0][tok]
-					if sd := math.Sqrt(q * (1 - q) / float64(total)); math.Abs(f-q) > 5*sd+2/float64(total) {
+					// 4 draws of slack: with ~10⁴ tokens of probability ~10⁻⁴
+					// and 256 draws, one of them drawn 3 times happens about
+					// once in a hundred runs (run 22 call c; the device's draws
+					// equalled the host's for the same seeds).
+					if sd := math.Sqrt(q * (1 - q) / float64(total)); math.Abs(f-q) > 5*sd+4/float64(total) {
 						t.Fatalf("token %d drawn with frequency %.4f, host probability %.4f (%d draws)", tok, f, q, total)
 					}
 				}
