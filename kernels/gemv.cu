@@ -894,10 +894,14 @@ GEMVF_R(2, 1)
 // the step, slots (2t, 2t+1, 2t+8, 2t+9) of the first product taking
 // columns 8t … 8t + 3 and of the second 8t + 4 … 8t + 7, the same in A and
 // B, so the sum is over the same pairs. The slices' sums add in slice
-// order through shared memory: results do not depend on timing. Why: at
-// 16 lanes cuBLASLt's skinny products and the separate conversions took
-// ~8 ms a step against ~3.8 ms of weights at the copy bandwidth
-// (INFERNIX_CUDA_SKINNY; Backend.skinny).
+// order through shared memory: results do not depend on timing. Why: a
+// 16-lane decode step took 7.2 ms against ~3.8 ms for its weights at the
+// copy bandwidth, and cuBLASLt's skinny products were the suspects.
+// Measured (run 22 call d, one bench): 2,272 tok/s at 16 lanes against
+// 2,234 and 2,221 with cuBLASLt (+2%, within a call's drift); with four
+// token tiles at 32 lanes (128 registers, spilling) 2,743 against 3,250,
+// so that form is gone. The products are not where the 16-lane step
+// loses. Opt-in (INFERNIX_CUDA_SKINNY=1; Backend.skinny), 9–16 rows.
 #define SK_WARPS 8
 #ifndef SK_U
 #define SK_U 4  // steps (1 KB of weights a warp each) requested at once
@@ -977,4 +981,3 @@ __device__ __forceinline__ void gemm_skinny(float* __restrict__ out, const u16* 
     gemm_skinny<NT>(out, x, w, T, I, O);                                                                    \
   }
 GEMM_SKINNY(2)
-GEMM_SKINNY(4)

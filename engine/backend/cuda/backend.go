@@ -94,7 +94,7 @@ type Backend struct {
 	attnTC2       bool          // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
 	attnDefer     bool          // the folded decode attention's merge as its own kernel (INFERNIX_CUDA_ATTN_DEFER=0: in the last split)
 	attnCluster   int           // > 1: the folded decode attention's splits, up to this many, merge through a cluster's shared memory (INFERNIX_CUDA_ATTN_CLUSTER; clusterSplits)
-	skinny        bool          // bf16 products of 9–32 rows through gemm_skinny instead of cuBLASLt (INFERNIX_CUDA_SKINNY=1)
+	skinny        bool          // bf16 products of 9–16 rows through gemm_skinny instead of cuBLASLt (INFERNIX_CUDA_SKINNY=1)
 	inlineCopies  bool          // captured graphs keep their metadata copies where they were recorded (INFERNIX_CUDA_GRAPH_COPIES=inline)
 	attnStages    int           // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
 	kvDT          kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)

@@ -40,8 +40,8 @@ type kernelSet struct {
 	addRMS, addRMSBF, swiglu4BF           *kernel              // addRMSBF, swiglu4BF: also write bf16 for cuBLASLt (matmul.go shadowBF16)
 	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
 	moeRoute, moeCombine, moeCombineRows  *kernel
-	skinny                                [2]*kernel // gemm_skinny_n2, _n4: bf16 products of 9–16 and 17–32 rows (INFERNIX_CUDA_SKINNY)
-	sample                                *kernel    // nil unless sampling on the device is on (sample.go)
+	skinny                                *kernel // gemm_skinny_n2: bf16 products of 9–16 rows (INFERNIX_CUDA_SKINNY)
+	sample                                *kernel // nil unless sampling on the device is on (sample.go)
 }
 
 // attnKernels are compiled per (head dim, group size).
@@ -199,7 +199,7 @@ func (b *Backend) loadKernels() error {
 		"add_rmsnorm_bf": &k.addRMSBF, "swiglu_f32x4_bf": &k.swiglu4BF,
 	}
 	gv := map[string]**kernel{"moe_route": &k.moeRoute, "moe_combine": &k.moeCombine, "moe_combine_rows": &k.moeCombineRows,
-		"gemm_skinny_n2": &k.skinny[0], "gemm_skinny_n4": &k.skinny[1]}
+		"gemm_skinny_n2": &k.skinny}
 	for n, dst := range gemvfNames(k, true) {
 		gv[n] = dst
 	}

@@ -66,17 +66,13 @@ func (b *Backend) matmulOpt(out, x driver.DevPtr, w *Tensor, T, I, O int, allowL
 // column-major outᵀ[O,T] = W[I,O]ᵀ·xᵀ[I,T] ("TN"). False if cuBLASLt has no
 // algorithm for the shape (the caller falls back to the GEMV kernels).
 func (b *Backend) gemmLt(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
-	if b.skinny && w.dt == backend.BF16 && T > 8 && T <= 32 && I%256 == 0 && b.k.skinny[0] != nil {
+	if b.skinny && w.dt == backend.BF16 && T > 8 && T <= 16 && I%256 == 0 && b.k.skinny != nil {
 		// gemm_skinny (kernels/gemv.cu): 16 outputs a block, I in 8 slices.
 		src, ok := b.bf16Input(x, T*I)
 		if !ok {
 			return true
 		}
-		k := b.k.skinny[0]
-		if T > 16 {
-			k = b.k.skinny[1]
-		}
-		b.launch(k, uint32((O+15)/16), 1, 1, 256, 1, 0, ptr(out), ptr(src), ptr(w.ptr), i32(T), i32(I), i32(O))
+		b.launch(b.k.skinny, uint32((O+15)/16), 1, 1, 256, 1, 0, ptr(out), ptr(src), ptr(w.ptr), i32(T), i32(I), i32(O))
 		b.xbf.converted(x, T*I, out, T*O, b.writes)
 		return true
 	}

@@ -175,19 +175,19 @@ func TestMatMulGemmAlgos(t *testing.T) {
 	}
 }
 
-// TestMatMulSkinny: bf16 products of 9–32 rows through gemm_skinny
+// TestMatMulSkinny: bf16 products of 9–16 rows through gemm_skinny
 // (INFERNIX_CUDA_SKINNY=1) equal cuBLASLt's on the same bf16 inputs but for
 // the order of the additions, and the CPU's within the inputs' rounding;
 // every output is written (poisoned first), none past T rows; three products
 // of one input convert it once.
 func TestMatMulSkinny(t *testing.T) {
 	b := gpu(t)
-	if b.lt == nil || b.k.skinny[0] == nil {
+	if b.lt == nil || b.k.skinny == nil {
 		t.Skip("no cuBLASLt or no gemm_skinny")
 	}
 	defer func(v bool) { b.skinny = v }(b.skinny)
 	r := newRand(t)
-	for _, s := range []struct{ T, I, O int }{{9, 256, 1}, {16, 512, 37}, {13, 4096, 1000}, {17, 2048, 129}, {32, 768, 64}, {24, 12288, 48}} {
+	for _, s := range []struct{ T, I, O int }{{9, 256, 1}, {16, 512, 37}, {13, 4096, 1000}, {10, 2048, 129}, {16, 768, 64}, {12, 12288, 48}} {
 		w := weight(t, b, r, backend.BF16, s.O, s.I, 0.05)
 		x := act(t, b, r, s.T, s.I, 1)
 		lt, sk := out(t, b, s.T, s.O), out(t, b, s.T+1, s.O) // sk: one row more, which must stay poisoned
