@@ -118,11 +118,13 @@ case " $groups " in *" attntime "*)
   done
 ;; esac
 # steptime (not in the default groups): every launch of a graph-replayed
-# decode step at 640 and 32K positions (its first and last block's entry,
-# PDL_WAIT return and exit), every module compiled with STEP_TIMING=2 (the
-# first entry and wait and the last exit; STEPTIME_LEVEL=1: both ends of
-# each) and STEPTIME_DEFINES; what each kernel adds to the step in lines "step
-# timing ..." of the log, the launches in $out/steptime/.
+# decode step at 640 and 32K positions and of a 16-lane step at 520 (its
+# first and last block's entry, PDL_WAIT return and exit; a launch after
+# cuBLASLt products is named "[lt] kernel" and holds their time), every
+# module compiled with STEP_TIMING=2 (the first entry and wait and the last
+# exit; STEPTIME_LEVEL=1: both ends of each) and STEPTIME_DEFINES; what each
+# kernel adds to the step in lines "step timing ..." of the log, the
+# launches in $out/steptime/.
 mkdir -p "$out/steptime"
 group steptime 120 env INFERNIX_CUDA_DEFINES="STEP_TIMING=${STEPTIME_LEVEL:-2} ${STEPTIME_DEFINES:-}" INFERNIX_BENCH_STEP_TIMING=1 INFERNIX_BENCH_STOP=32k INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out/steptime" "$T" -test.v -test.run 'TestBench' -test.timeout 110s
 # defvars and envvars (not in the default groups): decode at 512 and 32K

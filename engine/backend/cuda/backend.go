@@ -90,6 +90,7 @@ type Backend struct {
 	gemvfTimeline driver.DevPtr // GF_TIMING: where the fused products' warps record their timeline (0: nowhere)
 	attnTimeline  driver.DevPtr // ATTN_TIMING: where the folded decode attention's blocks record theirs (0: nowhere)
 	stepNames     *[]string     // STEP_TIMING's bench: each launch's kernel name, in order, as it is enqueued (nil: none)
+	stepAfterLt   bool          // stepNames: a cuBLASLt product was enqueued since the last launch
 	attnDeep      int           // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
 	attnTC2       bool          // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
 	attnDefer     bool          // the folded decode attention's merge as its own kernel (INFERNIX_CUDA_ATTN_DEFER=0: in the last split)

@@ -374,14 +374,25 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}
 	// INFERNIX_BENCH_STEP_TIMING=1 (every module compiled with
 	// STEP_TIMING=1): every launch of a graph-replayed decode step at 512
-	// and 32K (step_timing_test.go).
+	// and 32K, and of a 16-lane step at 520 (step_timing_test.go).
 	if os.Getenv("INFERNIX_BENCH_STEP_TIMING") == "1" {
 		for _, c := range []struct {
 			ctx    int
 			blocks []int32
 		}{{640, seqBlocks(100, 16)}, {32840, seqBlocks(200, 520)}} {
-			benchStepTiming(b, res, c.ctx, func(pos int) { forward([][]int32{c.blocks}, []int{pos}, 1) })
+			benchStepTiming(b, res, fmt.Sprintf("ctx%d", c.ctx), c.ctx, func(pos int) { forward([][]int32{c.blocks}, []int{pos}, 1) })
 		}
+		var lanes [][]int32
+		for i := 0; i < 16; i++ {
+			lanes = append(lanes, seqBlocks(720+i*12, 12))
+		}
+		benchStepTiming(b, res, "16lanes_ctx520", 520, func(pos int) {
+			start := make([]int, len(lanes))
+			for i := range start {
+				start[i] = pos
+			}
+			forward(lanes, start, 1)
+		})
 	}
 	// INFERNIX_BENCH_STOP=32k: the two single-lane figures only (a process
 	// per whole-backend setting, such as INFERNIX_CUDA_PDL_TRIGGER).

@@ -199,7 +199,7 @@ func stepTablePattern() []byte {
 // context ctx (step runs one decode forward of the token at that
 // position), prints what each kernel adds to the step and one layer's
 // launches, and keeps the whole table in res.
-func benchStepTiming(b *Backend, res map[string]any, ctx int, step func(pos int)) {
+func benchStepTiming(b *Backend, res map[string]any, label string, ctx int, step func(pos int)) {
 	buf, err := b.malloc(stepSlots*8*8, "step timeline")
 	if err != nil {
 		panic(err)
@@ -228,7 +228,7 @@ func benchStepTiming(b *Backend, res map[string]any, ctx int, step func(pos int)
 	// The timed step's launches by name, in order, whether they run
 	// eagerly, are captured or replay a graph (submit, exec).
 	var names []string
-	b.stepNames = &names
+	b.stepNames, b.stepAfterLt = &names, false
 	step(ctx + 4)
 	b.flush()
 	b.sync()
@@ -243,12 +243,12 @@ func benchStepTiming(b *Backend, res map[string]any, ctx int, step func(pos int)
 		tab[i] = hostU64(host, i)
 	}
 	s := summariseStep(tab, names)
-	res[fmt.Sprintf("step_timing_ctx%d", ctx)] = s.jsonable()
-	fmt.Printf("step timing ctx %6d  %d launches (%d names recorded, %d slots shared)  span %.1f µs\n",
-		ctx, len(s.Launches), len(names), s.Collided, s.Span)
+	res["step_timing_"+label] = s.jsonable()
+	fmt.Printf("step timing %-16s  %d launches (%d names recorded, %d slots shared)  span %.1f µs\n",
+		label, len(s.Launches), len(names), s.Collided, s.Span)
 	for _, k := range s.Kernels {
-		fmt.Printf("step timing ctx %6d  %-28s ×%-3d adds %7.2f µs  span %7.2f  wait after prev end %6.2f  entry after %6.2f\n",
-			ctx, k.Name, k.Launches, k.Adds, k.Span, k.WaitAfter, k.EntryAfter)
+		fmt.Printf("step timing %-16s  %-28s ×%-3d adds %7.2f µs  span %7.2f  wait after prev end %6.2f  entry after %6.2f\n",
+			label, k.Name, k.Launches, k.Adds, k.Span, k.WaitAfter, k.EntryAfter)
 	}
 	// One layer in the middle: the launches from the middle one on.
 	mid := len(s.Launches) / 2
@@ -256,7 +256,7 @@ func benchStepTiming(b *Backend, res map[string]any, ctx int, step func(pos int)
 	for _, l := range s.Launches[mid:min(len(s.Launches), mid+8)] {
 		fmt.Fprintf(&line, " | %s entry %.2f–%.2f wait %.2f–%.2f exit %.2f–%.2f (+%.2f)", l.Name, l.Entry, l.EntryLast, l.Waited, l.WaitedEnd, l.Exit, l.ExitLast, l.Adds)
 	}
-	fmt.Printf("step timing ctx %6d  from launch %d:%s\n", ctx, mid, line.String())
+	fmt.Printf("step timing %-16s  from launch %d:%s\n", label, mid, line.String())
 }
 
 func TestStepTimelineSummary(t *testing.T) {
