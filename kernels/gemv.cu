@@ -900,8 +900,10 @@ GEMVF_R(2, 1)
 // Measured (run 22 call d, one bench): 2,272 tok/s at 16 lanes against
 // 2,234 and 2,221 with cuBLASLt (+2%, within a call's drift); with four
 // token tiles at 32 lanes (128 registers, spilling) 2,743 against 3,250,
-// so that form is gone. The products are not where the 16-lane step
-// loses. Opt-in (INFERNIX_CUDA_SKINNY=1; Backend.skinny), 9–16 rows.
+// so that form is gone. Run 22's 16-lane step timeline puts the loss in
+// q, k and v as three products (27.7 µs a layer for 50 MB), which one
+// launch of this kernel taking the three could serve. Opt-in
+// (INFERNIX_CUDA_SKINNY=1; Backend.skinny), 9–16 rows.
 #define SK_WARPS 8
 #ifndef SK_U
 #define SK_U 4  // steps (1 KB of weights a warp each) requested at once
