@@ -900,19 +900,20 @@ GEMVF_R(2, 1)
 // Measured (run 22 call d, one bench): 2,272 tok/s at 16 lanes against
 // 2,234 and 2,221 with cuBLASLt (+2%, within a call's drift); with four
 // token tiles at 32 lanes (128 registers, spilling) 2,743 against 3,250,
-// so that form is gone. Run 22's 16-lane step timeline puts the loss in
-// q, k and v as three products (27.7 µs a layer for 50 MB), which one
-// launch of this kernel taking the three could serve. Opt-in
-// (INFERNIX_CUDA_SKINNY=1; Backend.skinny), 9–16 rows.
+// so that form is gone. Run 22's 16-lane step timeline then put the loss
+// in q, k and v as three products (27.7 µs a layer for 50 MB): a launch
+// now takes up to three products of one x (blocks [0, nb0) the first,
+// the next nb1 the second, the rest the third), as gemvf does for T ≤ 8.
+// Opt-in (INFERNIX_CUDA_SKINNY=1; Backend.skinny), 9–16 rows.
 #define SK_WARPS 8
 #ifndef SK_U
 #define SK_U 4  // steps (1 KB of weights a warp each) requested at once
 #endif
 template <int NT>
 __device__ __forceinline__ void gemm_skinny(float* __restrict__ out, const u16* __restrict__ x, const u16* __restrict__ w, int T,
-                                            int I, int O) {
+                                            int I, int O, int blk) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int r0 = blockIdx.x * 16;
+  const int r0 = blk * 16;
   const int slice = I / SK_WARPS, k0 = warp * slice + 8 * t, steps = slice / 32;
   // Rows past O repeat the last and tokens past T the last: loads stay in
   // bounds, their results are not written.
@@ -976,10 +977,20 @@ __device__ __forceinline__ void gemm_skinny(float* __restrict__ out, const u16* 
     if (n < T && r0 + i < O) out[(long)n * O + r0 + i] = s;
   }
 }
-#define GEMM_SKINNY(NT)                                                                                     \
-  extern "C" __global__ void __launch_bounds__(32 * SK_WARPS, 2)                                            \
-      gemm_skinny_n##NT(float* __restrict__ out, const u16* __restrict__ x, const u16* __restrict__ w, int T, int I, int O) { \
-    STEP_TIMER();                                                                                           \
-    gemm_skinny<NT>(out, x, w, T, I, O);                                                                    \
-  }
-GEMM_SKINNY(2)
+// Up to three products of x in one launch (SkinnyP; nb0 + nb1 + nb2 blocks).
+struct SkinnyP {
+  float* out[3];
+  const u16* w[3];
+  const u16* x;
+  int O[3];
+  int nb0, nb1, T, I;
+};
+template <int NT> __device__ __forceinline__ void gemm_skinny3(const SkinnyP& p) {
+  const int b = blockIdx.x, j = b < p.nb0 ? 0 : b < p.nb0 + p.nb1 ? 1 : 2;
+  const int blk = j == 0 ? b : j == 1 ? b - p.nb0 : b - p.nb0 - p.nb1;
+  gemm_skinny<NT>(p.out[j], p.x, p.w[j], p.T, p.I, p.O[j], blk);
+}
+extern "C" __global__ void __launch_bounds__(32 * SK_WARPS, 2) gemm_skinny_n2(const SkinnyP p) {
+  STEP_TIMER();
+  gemm_skinny3<2>(p);
+}

@@ -101,6 +101,7 @@ type Backend struct {
 	kvDT          kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
 	launches      int           // kernel launches recorded (tests: did fusion happen)
 	clusterRuns   int           // of them, launches in clusters (launchCluster)
+	skinnyRuns    int           // of them, gemm_skinny launches (tests)
 	writes        uint64        // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
 	xbf           bf16Reuse     // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
 	noShadow      bool          // INFERNIX_CUDA_SHADOW=0: norms and SwiGLU write no bf16 copy (matmul.go shadowBF16)

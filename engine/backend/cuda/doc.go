@@ -86,7 +86,8 @@
 //	INFERNIX_CUDA_SAMPLE=0        choose tokens on the host (default: on the device, sample.go)
 //	INFERNIX_CUDA_KV_COPY=0       no KV block copies to the host: the prefix cache stays in device memory
 //	INFERNIX_CUDA_SKINNY=1        bf16 products of 9–16 rows through gemm_skinny (tensor cores) instead of
-//	                              cuBLASLt (run 22: +2% at 16 lanes)
+//	                              cuBLASLt, q|k|v and gate|up one launch each (run 22, a launch a
+//	                              product: +2% at 16 lanes)
 //	INFERNIX_CUDA_KV=bf16         KV cache in bf16 (default f16, saturated at ±65504; attention.go)
 //	INFERNIX_KERNEL_CACHE=DIR     compiled-kernel cache (default: user cache dir)
 //	INFERNIX_CUDA_VERBOSE=1       log compilation and kernel resources

@@ -39,11 +39,12 @@ import (
 type pendKind uint8
 
 const (
-	pendNone pendKind = iota
-	pendGemv          // decode products of the same activations (+ prologue, epilogue)
-	pendAdd           // a residual add (may fuse with the RMSNorm of its result)
-	pendNorm          // an RMSNorm that the next decode product may take as its prologue
-	pendAttn          // per-head RMSNorms and RoPEs of q and k, which Attention may take
+	pendNone   pendKind = iota
+	pendGemv            // decode products of the same activations (+ prologue, epilogue)
+	pendAdd             // a residual add (may fuse with the RMSNorm of its result)
+	pendNorm            // an RMSNorm that the next decode product may take as its prologue
+	pendAttn            // per-head RMSNorms and RoPEs of q and k, which Attention may take
+	pendSkinny          // bf16 products of 9–16 rows of the same activations, for one gemm_skinny launch (skinny.go)
 )
 
 // Epilogues of the fused product kernels (GF_* in kernels/gemv.cu).
@@ -104,7 +105,7 @@ type ropeOp struct {
 
 type pending struct {
 	kind pendKind
-	// pendGemv: n products of x [T, I] (bf16 weights). With norm, x is
+	// pendGemv, pendSkinny: n products of x [T, I] (bf16 weights). With norm, x is
 	// the output of nrm (the kernel reads nrm.x and writes x); epi adds
 	// an epilogue (aux, sum as in GemvP).
 	n        int
@@ -337,6 +338,8 @@ func (b *Backend) flush() {
 		if q.nRope == 2 {
 			b.ropeNow(q.rk)
 		}
+	case pendSkinny:
+		b.launchSkinny(&q)
 	case pendGemv:
 		if b.fz.gemvf {
 			b.launchGemvf(&q)

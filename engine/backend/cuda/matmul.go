@@ -67,13 +67,7 @@ func (b *Backend) matmulOpt(out, x driver.DevPtr, w *Tensor, T, I, O int, allowL
 // algorithm for the shape (the caller falls back to the GEMV kernels).
 func (b *Backend) gemmLt(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 	if b.skinny && w.dt == backend.BF16 && T > 8 && T <= 16 && I%256 == 0 && b.k.skinny != nil {
-		// gemm_skinny (kernels/gemv.cu): 16 outputs a block, I in 8 slices.
-		src, ok := b.bf16Input(x, T*I)
-		if !ok {
-			return true
-		}
-		b.launch(b.k.skinny, uint32((O+15)/16), 1, 1, 256, 1, 0, ptr(out), ptr(src), ptr(w.ptr), i32(T), i32(I), i32(O))
-		b.xbf.converted(x, T*I, out, T*O, b.writes)
+		b.skinnyProduct(out, x, w, T, I, O)
 		return true
 	}
 	key := gemmKey{O: O, T: T, I: I, dt: w.dt, algo: b.gemmAlgoFor(T)}
@@ -173,6 +167,9 @@ func (c *bf16Reuse) produced(src driver.DevPtr, n int, writes uint64) {
 // finds it (bf16Reuse) and skips its to_bf16 launch. False: write only f32.
 // Nothing else may be recorded between that kernel and b.xbf.produced.
 func (b *Backend) shadowBF16(rows, n int) (driver.DevPtr, bool) {
+	if b.pend.kind == pendSkinny {
+		b.flush() // the held products (gate and up) run first; then the kernel may write the copy
+	}
 	if rows <= b.gemvMax || b.lt == nil || b.pend.kind != pendNone || b.k.addRMSBF == nil || b.noShadow {
 		return 0, false
 	}

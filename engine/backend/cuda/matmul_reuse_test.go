@@ -179,7 +179,7 @@ func TestMatMulGemmAlgos(t *testing.T) {
 // (INFERNIX_CUDA_SKINNY=1) equal cuBLASLt's on the same bf16 inputs but for
 // the order of the additions, and the CPU's within the inputs' rounding;
 // every output is written (poisoned first), none past T rows; three products
-// of one input convert it once.
+// of one input (q, k, v) share one conversion and one launch.
 func TestMatMulSkinny(t *testing.T) {
 	b := gpu(t)
 	if b.lt == nil || b.k.skinny == nil {
@@ -207,7 +207,7 @@ func TestMatMulSkinny(t *testing.T) {
 		compare(t, what+" vs cuBLASLt", got, read(t, b, lt.g), 1e-5)
 		compare(t, what+" vs CPU", got, cpuF32(lt), 6e-3)
 	}
-	// Products of one input (q, k, v): one conversion.
+	// Products of one input (q, k, v): one conversion, one launch.
 	const T, I = 16, 512
 	x, y := act(t, b, r, T, I, 1), act(t, b, r, T, I, 1)
 	b.skinny = true
@@ -227,10 +227,69 @@ func TestMatMulSkinny(t *testing.T) {
 		b.MatMul(outs[i].g, x.g, ws[i].g)
 		cpuBe.MatMul(outs[i].c, x.c, ws[i].c)
 	}
-	if got := b.launches - n0; got != 4 {
-		t.Errorf("three products of one input: %d launches, want one conversion and three products", got)
+	b.flush()
+	if got := b.launches - n0; got != 2 {
+		t.Errorf("three products of one input: %d launches, want one conversion and one gemm_skinny", got)
 	}
 	for i := range ws {
 		compare(t, fmt.Sprintf("shared input, product %d", i), read(t, b, outs[i].g), cpuF32(outs[i]), 6e-3)
+	}
+}
+
+// TestModelSkinny: a random Qwen3 decoding 10 lanes at once (T = 10, so
+// q|k|v, o_proj, gate|up and down take gemm_skinny with
+// INFERNIX_CUDA_SKINNY=1) gives the logits of the cuBLASLt path but for the
+// order of the additions (the same tokens fed to both).
+func TestModelSkinny(t *testing.T) {
+	b := gpu(t)
+	if b.lt == nil || b.k.skinny == nil {
+		t.Skip("no cuBLASLt or no gemm_skinny")
+	}
+	r := newRand(t)
+	cfg := smallConfig("Qwen3ForCausalLM")
+	m := build(t, cfg, &testWeights{be: b, seed: r.Uint64()}, b)
+	const nl, steps = 10, 6
+	ps := prompts(r, cfg.VocabSize, 20, 9, 31, 12, 5, 17, 26, 8, 14, 22)
+	run := func(skinny bool) ([][]float32, int) {
+		b.flush()
+		defer func(v bool) { b.flush(); b.skinny = v }(b.skinny)
+		b.skinny = skinny
+		var l []*lane
+		for i := 0; i < nl; i++ {
+			l = append(l, &lane{blocks: []int32{int32(2 * i), int32(2*i + 1)}})
+		}
+		step(t, m, l, ps)
+		runs := b.skinnyRuns
+		next := make([][]int32, nl)
+		for i := range next {
+			next[i] = []int32{int32(i + 3)}
+		}
+		var out [][]float32
+		for s := 0; s < steps; s++ {
+			for i, lg := range step(t, m, l, next) {
+				out = append(out, append([]float32(nil), lg...))
+				next[i] = []int32{int32((s*7 + i*13) % cfg.VocabSize)}
+			}
+		}
+		return out, b.skinnyRuns - runs
+	}
+	lt, none := run(false)
+	sk, runs := run(true)
+	if none != 0 {
+		t.Errorf("%d gemm_skinny launches with it off", none)
+	}
+	// Per layer: q|k|v, o_proj, gate|up, down.
+	if want := 4 * cfg.NumHiddenLayers * steps; runs < want {
+		t.Errorf("%d gemm_skinny launches over %d decode steps, want at least %d", runs, steps, want)
+	}
+	worst := 0.0
+	for s := range lt {
+		for i, a := range lt[s] {
+			worst = math.Max(worst, math.Abs(float64(a)-float64(sk[s][i])))
+		}
+	}
+	t.Logf("gemm_skinny: %d launches, logits within %.3g of cuBLASLt's", runs, worst)
+	if worst > 1e-3 {
+		t.Errorf("gemm_skinny's logits differ from cuBLASLt's by up to %.3g", worst)
 	}
 }
