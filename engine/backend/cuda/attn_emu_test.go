@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"unsafe"
 )
 
 // Relative error allowed to attn_decode_tc, which rounds Q and P to the
@@ -34,9 +33,7 @@ const tcTolBF16, tcTolF16 = 4e-3, 6e-4
 // error is well under the bf16 one's (3 more mantissa bits: ~8× less).
 // The GPU's own timing and memory model are TestAttention's to check.
 func TestAttnDecodeEmulated(t *testing.T) {
-	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
-		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
-	}
+	needEmuLayout(t)
 	bin := emuBinary(t, "attn", "testdata/emu/attn_main.cpp", "../../../kernels/attention.cu")
 	// Two tile stages instead of three (INFERNIX_CUDA_ATTN_STAGES=2): the
 	// same tiles added in the same order.
@@ -240,9 +237,7 @@ func TestKVDTypeFromEnv(t *testing.T) {
 // so this checks the emulation's ldmatrix and mma.sync, which
 // attn_decode_tc's emulated test relies on, as much as the kernel.
 func TestAttnPrefillEmulated(t *testing.T) {
-	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
-		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
-	}
+	needEmuLayout(t)
 	for _, rows := range []int{64, 128} {
 		t.Run(fmt.Sprintf("rows%d", rows), func(t *testing.T) {
 			main := "testdata/emu/prefill_main.cpp"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"testing"
-	"unsafe"
 )
 
 // TestAttnPrepFoldEmulated runs the decode attention on the tensor cores
@@ -28,9 +27,7 @@ import (
 //   - the attention's output matches a float64 reference over the cache's
 //     own elements and the prepared q.
 func TestAttnPrepFoldEmulated(t *testing.T) {
-	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
-		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
-	}
+	needEmuLayout(t)
 	bin := emuBinary(t, "attnprep", "testdata/emu/attn_prep_main.cpp", "../../../kernels/attention.cu")
 	// The same with the opt-in merge and fold paths (DM_ASYNC, ATTN_NEWROW),
 	// which must give the same bits.

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 )
 
 // TestGemvWideEmulated runs kernels/gemv.cu's fused decode products under
@@ -21,9 +20,7 @@ import (
 // must be left at zero for the next launch. The GPU's own memory model and
 // speed are TestFused*'s and the bench's to check.
 func TestGemvWideEmulated(t *testing.T) {
-	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
-		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
-	}
+	needEmuLayout(t)
 	bin := emuBinary(t, "gemv", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu")
 	// Variants that add in the default's order must match its bytes; GF_KS
 	// adds in another and is checked against the reference instead.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"testing"
-	"unsafe"
 )
 
 // TestMoECombineRowsEmulated runs kernels/gemv.cu's moe_combine_rows (the
@@ -16,9 +15,7 @@ import (
 // agree bit for bit (same fmaf sequence), match a float64 reference, write
 // every output and read no padding row (those hold NaN).
 func TestMoECombineRowsEmulated(t *testing.T) {
-	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
-		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
-	}
+	needEmuLayout(t)
 	bin := emuBinary(t, "moe", "testdata/emu/moe_main.cpp", "../../../kernels/gemv.cu")
 	r := newRand(t)
 	var p moePlan

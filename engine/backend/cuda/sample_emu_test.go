@@ -45,6 +45,16 @@ func runEmu(bin string, input []byte) (*bytes.Buffer, error) {
 	return &stdout, nil
 }
 
+// needEmuLayout skips t where the emulations' binary inputs (Go's int and
+// byte order written as the C++ side reads them) do not hold: a host that
+// is not little-endian and 64-bit.
+func needEmuLayout(t *testing.T) {
+	t.Helper()
+	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
+		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
+	}
+}
+
 // emuBinary builds testdata/emu's main (including the kernel sources
 // deps) with the host's C++ compiler, once per test binary and name; it
 // skips the test where there is no compiler.
@@ -132,9 +142,7 @@ func emuRunner(t *testing.T, nt int) rowRunner {
 // engine/sample. What it cannot show (the GPU's own arithmetic, memory
 // model and performance) TestSampleRows* check on a GPU.
 func TestSampleKernelEmulated(t *testing.T) {
-	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
-		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
-	}
+	needEmuLayout(t)
 	run := emuRunner(t, 64)
 	r := newRand(t)
 	t0 := time.Now()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"testing"
-	"unsafe"
 )
 
 // TestGemmSkinnyEmulated runs gemm_skinny_n2 (kernels/gemv.cu) under the
@@ -15,9 +14,7 @@ import (
 // each of up to three products must get its own blocks, every output of
 // the T rows must be written and none past them.
 func TestGemmSkinnyEmulated(t *testing.T) {
-	if unsafe.Sizeof(int(0)) != 8 || !littleEndian() {
-		t.Skip("the emulation's input layout assumes a little-endian 64-bit host")
-	}
+	needEmuLayout(t)
 	bin := emuBinary(t, "skinny", "testdata/emu/skinny_main.cpp", "../../../kernels/gemv.cu")
 	r := newRand(t)
 	for _, c := range []struct {
