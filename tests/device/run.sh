@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench gemvtime attntime steptime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -94,6 +94,13 @@ group fixnew 120 env INFERNIX_CUDA_GEMV_WIDE=1 INFERNIX_CUDA_ATTN_DEEP=1 "$T" -t
 group fixbf16 120 env INFERNIX_CUDA_KV=bf16 "$T" -test.v -test.run 'TestFixtures|TestModelRandom'
 # (up to ~2 minutes: it compiles six variants of the decode products.)
 group bench 300 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 290s
+# pchain (not in the default groups): the persistent product chain
+# (kernels/pchain.cu, an experiment): TestPchain checks it against float64
+# on a layer's products, TestPchainBench times Qwen3-8B's 36 layers of
+# products and the LM head as the engine's fused kernels and as the chain
+# (one launch, a launch a layer), each variant; lines "pchain bench ..." in
+# the log, figures in $out/pchain.json.
+group pchain 300 env INFERNIX_BENCH_PCHAIN=1 INFERNIX_BENCH_OUT="$out/pchain.json" "$T" -test.v -test.run 'TestPchain' -test.timeout 290s
 # gemvtime (not in the default groups): each decode product of Qwen3-8B
 # alone with GF_TIMING, its warps' timeline summarised (ramp, first-load
 # latency, when the warps end, the tail); lines "gemv timing ..." in the log,

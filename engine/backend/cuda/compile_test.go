@@ -85,6 +85,11 @@ func TestKernelsCompile(t *testing.T) {
 				}
 				jobs = append(jobs, job{m, v.defs})
 			}
+		case "pchain.cu":
+			// The bench's variants (pchain_test.go).
+			for _, v := range pchainVariants {
+				jobs = append(jobs, job{m, v.defs})
+			}
 		default:
 			jobs = append(jobs, job{m, nil}, job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}})
 		}

@@ -87,6 +87,10 @@ inline float2 __ldcg(const float2* p) {
   const volatile float* f = (const volatile float*)p;
   return float2{f[0], f[1]};
 }
+inline float4 __ldcg(const float4* p) {
+  const volatile float* f = (const volatile float*)p;
+  return float4{f[0], f[1], f[2], f[3]};
+}
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline u64 global_ns() { return 1; }
 inline u32 sm_id() { return 0; }

@@ -1,0 +1,482 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
+)
+
+// pchainVariant is one compilation of kernels/pchain.cu.
+type pchainVariant struct {
+	name string
+	defs []string
+}
+
+// The variants the bench measures (TestKernelsCompile compiles each).
+var pchainVariants = []pchainVariant{
+	{"w16d6", nil},
+	{"w16d6-nocross", []string{"PC_CROSS=0"}},
+	{"w16d4", []string{"PC_D=4"}},
+	{"w16d8", []string{"PC_D=8"}},
+	{"w8d12", []string{"PC_WARPS=8", "PC_D=12"}},
+	{"w24d4", []string{"PC_WARPS=24", "PC_D=4"}},
+}
+
+// pchainKernel is a loaded variant: its kernel and launch shape.
+type pchainKernel struct {
+	k            *kernel
+	warps, smem  int
+	variantName  string
+	residentOnce bool // the grid (one block a SM) fits at once: its shared memory admits one block a SM
+}
+
+func pcDefine(defs []string, name string, def int) int {
+	for _, d := range defs {
+		var v int
+		if n, _ := fmt.Sscanf(d, name+"=%d", &v); n == 1 {
+			return v
+		}
+	}
+	return def
+}
+
+func loadPchain(b *Backend, v pchainVariant) (*pchainKernel, error) {
+	pk := &pchainKernel{variantName: v.name, warps: pcDefine(v.defs, "PC_WARPS", 16)}
+	pk.smem = 12288*4 + pk.warps*pcDefine(v.defs, "PC_D", 6)*1024
+	if err := b.load("pchain.cu", v.defs, map[string]**kernel{"pchain": &pk.k}); err != nil {
+		return nil, err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if !b.bind() {
+		return nil, b.err
+	}
+	if err := b.drv.FuncSetAttribute(pk.k.fn, driver.FuncAttrMaxDynamicShared, pk.smem); err != nil {
+		return nil, err
+	}
+	// Two blocks must not share an SM (the barrier needs every block
+	// running), nor may one block not fit.
+	pk.residentOnce = 2*pk.smem > b.smemPerSM && pk.smem <= b.maxSmem && pk.k.regs*pk.warps*32 <= 65536
+	return pk, nil
+}
+
+// pcSlices picks S for a phase of O rows over I inputs and W warps: the
+// fewest slices (I/S a multiple of 256) whose units spread over the warps
+// within 10% of even, else the most even.
+func pcSlices(O, I, W int) int {
+	best, bestR := 1, math.Inf(1)
+	for _, S := range []int{1, 2, 3, 4, 6, 8, 12, 16} {
+		if I%(256*S) != 0 {
+			continue
+		}
+		units := (O + 1) / 2 * S
+		per := float64(units) / float64(W)
+		r := math.Ceil(per) / per
+		if r <= 1.1 {
+			return S
+		}
+		if r < bestR {
+			best, bestR = S, r
+		}
+	}
+	return best
+}
+
+// pchainChain is a chain's device state: the phase table, the partials,
+// the counters.
+type pchainChain struct {
+	shapes []pcShape
+	table  driver.DevPtr
+	outs   []driver.DevPtr
+	cnt    driver.DevPtr // len(shapes) counters, then the stuck flag
+	bytes  int64         // weight bytes
+}
+
+// newPchain lays out a chain of shapes (S chosen for W warps) over the
+// weights ws (bf16 [O, I] each) and the input x0 [I_0].
+func newPchain(t testing.TB, b *Backend, dims [][2]int, ws []driver.DevPtr, x0 driver.DevPtr, W int, alloc func(uint64) driver.DevPtr) *pchainChain {
+	c := &pchainChain{}
+	table := make([]byte, 64*len(dims))
+	for p, d := range dims {
+		s := pcShape{O: d[0], I: d[1], S: pcSlices(d[0], d[1], W)}
+		c.shapes = append(c.shapes, s)
+		c.outs = append(c.outs, alloc(uint64(4*s.S*s.O)))
+		c.bytes += int64(s.O) * int64(s.I) * 2
+		src, srcO, srcS := x0, s.I, 1
+		if p > 0 {
+			src, srcO, srcS = c.outs[p-1], c.shapes[p-1].O, c.shapes[p-1].S
+			if srcO < s.I {
+				t.Fatalf("pchain phase %d reads %d inputs of %d", p, s.I, srcO)
+			}
+		}
+		e := table[64*p:]
+		le := binary.LittleEndian
+		le.PutUint64(e[0:], uint64(ws[p]))
+		le.PutUint64(e[8:], uint64(c.outs[p]))
+		le.PutUint64(e[16:], uint64(src))
+		for i, v := range []int{s.O, s.I, s.S, (s.O + 1) / 2 * s.S, srcO, srcS, 0, 0} {
+			le.PutUint32(e[24+4*i:], uint32(v))
+		}
+	}
+	c.table = alloc(uint64(len(table)))
+	if err := b.upload(c.table, table); err != nil {
+		t.Fatal(err)
+	}
+	c.cnt = alloc(uint64(4 * (len(dims) + 1)))
+	b.memset(c.cnt, 0, len(dims)+1)
+	return c
+}
+
+// run launches phases [p0, p1) of c (counters zeroed first when p0 is 0).
+func (c *pchainChain) run(b *Backend, pk *pchainKernel, p0, p1 int) {
+	if p0 == 0 {
+		b.memset(c.cnt, 0, len(c.shapes)) // the stuck flag stays: it is read at the end
+	}
+	b.launch(pk.k, uint32(b.smCount), 1, 1, uint32(32*pk.warps), 1, uint32(pk.smem), ptr(c.table), uint64(p0), uint64(p1), ptr(c.cnt),
+		ptr(c.cnt+driver.DevPtr(4*len(c.shapes))))
+}
+
+// TestPchain runs a Qwen3-8B layer's products and the next layer's q|k|v
+// as a persistent chain on the GPU, every variant, in one launch and in a
+// launch per phase, against a float64 reference of the same bf16 weights;
+// the variants with the same warps per block (the same units and slices)
+// must agree bit for bit.
+func TestPchain(t *testing.T) {
+	b := gpu(t)
+	r := newRand(t)
+	dims := [][2]int{{6144, 4096}, {4096, 4096}, {24576, 4096}, {4096, 12288}, {6144, 4096}, {9, 256}}
+	var bufs []driver.DevPtr
+	alloc := func(n uint64) driver.DevPtr {
+		p, err := b.malloc(n, "pchain test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, p)
+		return p
+	}
+	defer func() {
+		for _, p := range bufs {
+			b.free(p)
+		}
+	}()
+	var ws []driver.DevPtr
+	var hw [][]uint16
+	for _, d := range dims {
+		h := make([]uint16, d[0]*d[1])
+		for i := range h {
+			h[i] = bf16Bits(float32(r.NormFloat64() * 0.03))
+		}
+		hw = append(hw, h)
+		p := alloc(uint64(2 * len(h)))
+		if err := b.upload(p, unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))); err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, p)
+	}
+	x0h := make([]float32, dims[0][1])
+	for i := range x0h {
+		x0h[i] = float32(r.NormFloat64())
+	}
+	x0 := alloc(uint64(4 * len(x0h)))
+	if err := b.upload(x0, f32bytes(x0h)); err != nil {
+		t.Fatal(err)
+	}
+	var refShapes []pcShape
+	for _, d := range dims {
+		refShapes = append(refShapes, pcShape{O: d[0], I: d[1], S: 1})
+	}
+	ref := pchainReference(refShapes, x0h, hw)
+	bits := map[int][]float32{}
+	for _, v := range pchainVariants {
+		pk, err := loadPchain(b, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pk.residentOnce {
+			t.Logf("%s: %d bytes of shared memory, %d registers: not one block a SM; skipped", v.name, pk.smem, pk.k.regs)
+			continue
+		}
+		W := b.smCount * pk.warps
+		c := newPchain(t, b, dims, ws, x0, W, alloc)
+		for _, split := range []bool{false, true} {
+			for p, o := range c.outs {
+				b.memset(o, 0x7fc00000, c.shapes[p].S*c.shapes[p].O)
+			}
+			if split {
+				for p := range c.shapes {
+					c.run(b, pk, p, p+1)
+				}
+			} else {
+				c.run(b, pk, 0, len(c.shapes))
+			}
+			b.sync()
+			stuck := make([]uint32, len(c.shapes)+1)
+			readDev(t, b, c.cnt, unsafe.Slice((*byte)(unsafe.Pointer(&stuck[0])), 4*len(stuck)))
+			if stuck[len(c.shapes)] != 0 {
+				t.Fatalf("%s: %d blocks gave up at a barrier", v.name, stuck[len(c.shapes)])
+			}
+			var all []float32
+			for p, s := range c.shapes {
+				part := make([]float32, s.S*s.O)
+				readDev(t, b, c.outs[p], unsafe.Slice((*byte)(unsafe.Pointer(&part[0])), 4*len(part)))
+				all = append(all, part...)
+				worst := 0.0
+				for o := 0; o < s.O; o++ {
+					sum := 0.0
+					for j := 0; j < s.S; j++ {
+						v := float64(part[j*s.O+o])
+						if math.IsNaN(v) {
+							t.Fatalf("%s split=%v phase %d: partial %d of output %d not written", pk.variantName, split, p, j, o)
+						}
+						sum += v
+					}
+					worst = max(worst, math.Abs(sum-ref[p][o])/(1+math.Abs(ref[p][o])))
+				}
+				if worst > 1e-3 {
+					t.Errorf("%s split=%v phase %d %+v: max relative error %.2e against float64", pk.variantName, split, p, s, worst)
+				}
+			}
+			if prev, ok := bits[pk.warps]; ok {
+				if !equalBits(prev, all) {
+					t.Errorf("%s split=%v: results differ from the first variant with %d warps a block", pk.variantName, split, pk.warps)
+				}
+			} else {
+				bits[pk.warps] = all
+			}
+		}
+	}
+}
+
+func equalBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// readDev copies n = len(dst) bytes from device p.
+func readDev(t testing.TB, b *Backend, p driver.DevPtr, dst []byte) {
+	t.Helper()
+	tmp := &Tensor{ptr: p, rows: 1, cols: len(dst) / 4, dt: backend.F32}
+	host := make([]float32, len(dst)/4)
+	b.ReadRows(tmp, host)
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	copy(dst, unsafe.Slice((*byte)(unsafe.Pointer(&host[0])), len(dst)))
+}
+
+// TestPchainBench (INFERNIX_BENCH_PCHAIN=1; results as JSON to
+// $INFERNIX_BENCH_OUT) times Qwen3-8B's decode products, 36 layers of
+// q|k|v, o_proj, gate|up, down and the LM head on random bf16 weights
+// (15.1 GB), as graphs: (1) the fused product kernels the engine runs
+// (gemvf, a launch a product, PDL), (2) pchain in one launch, (3) pchain
+// in a launch a layer, for each variant; and the LM head alone in both.
+// Each figure is the median of 7 replays after 3, as GB/s of weights.
+func TestPchainBench(t *testing.T) {
+	if os.Getenv("INFERNIX_BENCH_PCHAIN") == "" {
+		t.Skip("set INFERNIX_BENCH_PCHAIN=1")
+	}
+	b := gpu(t)
+	const H, Q, KV, F, V, L = 4096, 4096, 1024, 12288, 151936, 36
+	var bufs []driver.DevPtr
+	alloc := func(n uint64) driver.DevPtr {
+		p, err := b.malloc(n, "pchain bench")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, p)
+		return p
+	}
+	rw := &gpuRandomWeights{b: b}
+	var tensors []backend.Tensor
+	defer func() {
+		for _, w := range tensors {
+			b.Free(w)
+		}
+		for _, p := range bufs {
+			b.free(p)
+		}
+	}()
+	weight := func(rows, cols int) *Tensor {
+		w, err := rw.Tensor("pchain weight", rows, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tensors = append(tensors, w)
+		return w.(*Tensor)
+	}
+	type layer struct{ q, k, v, o, g, u, d, qkv, gu *Tensor }
+	var ls []layer
+	for l := 0; l < L; l++ {
+		// The chain reads q|k|v and gate|up as one matrix each; the fused
+		// kernels read them as separate ones of the same bytes.
+		qkv, gu := weight(Q+2*KV, H), weight(2*F, H)
+		sub := func(w *Tensor, row, rows int) *Tensor {
+			return &Tensor{ptr: w.ptr + driver.DevPtr(2*row*w.cols), rows: rows, cols: w.cols, dt: backend.BF16}
+		}
+		ls = append(ls, layer{q: sub(qkv, 0, Q), k: sub(qkv, Q, KV), v: sub(qkv, Q+KV, KV), o: weight(H, Q), g: sub(gu, 0, F), u: sub(gu, F, F),
+			d: weight(H, F), qkv: qkv, gu: gu})
+	}
+	head := weight(V, H)
+	f32buf := func(n int, bits uint32) driver.DevPtr {
+		p := alloc(uint64(4 * n))
+		b.memset(p, bits, n)
+		return p
+	}
+	x := f32buf(max(H, F), 0x3c23d70a)
+	nw := f32buf(max(H, F), 0x3f800000)
+	hbuf := f32buf(max(H, F), 0)
+	outs := [3]driver.DevPtr{f32buf(V, 0), f32buf(V, 0), f32buf(V, 0)}
+	b.sync()
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	res := map[string]any{"device": b.Name()}
+	// graphTime captures enqueue() as a graph and returns the median of
+	// 7 replays after 3.
+	graphTime := func(enqueue func()) time.Duration {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if !b.bind() {
+			t.Fatal(b.err)
+		}
+		if err := b.drv.BeginCapture(b.stream); err != nil {
+			t.Fatal(err)
+		}
+		enqueue()
+		g, err := b.drv.EndCapture(b.stream)
+		if err != nil || b.err != nil {
+			t.Fatal(err, b.err)
+		}
+		defer b.drv.GraphDestroy(g) //nolint:errcheck
+		e, err := b.drv.GraphInstantiate(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.drv.GraphExecDestroy(e) //nolint:errcheck
+		ev0, _ := b.drv.EventCreate()
+		ev1, _ := b.drv.EventCreate()
+		defer b.drv.EventDestroy(ev0) //nolint:errcheck
+		defer b.drv.EventDestroy(ev1) //nolint:errcheck
+		var ds []time.Duration
+		for i := 0; i < 10; i++ {
+			b.drv.EventRecord(ev0, b.stream) //nolint:errcheck
+			if err := b.drv.GraphLaunch(e, b.stream); err != nil {
+				t.Fatal(err)
+			}
+			b.drv.EventRecord(ev1, b.stream) //nolint:errcheck
+			if err := b.drv.EventSynchronize(ev1); err != nil {
+				t.Fatal(err)
+			}
+			ms, err := b.drv.EventElapsed(ev0, ev1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i >= 3 {
+				ds = append(ds, time.Duration(float64(ms)*1e6))
+			}
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	report := func(name string, bytes int64, d time.Duration) {
+		gbs := float64(bytes) / d.Seconds() / 1e9
+		res[name+"_us"] = float64(d.Nanoseconds()) / 1e3
+		res[name+"_GBps"] = gbs
+		fmt.Printf("pchain bench %-28s %9.1f µs  %6.0f GB/s  (%.2f GB)\n", name, float64(d.Nanoseconds())/1e3, gbs, float64(bytes)/1e9)
+	}
+	var layerBytes int64 = 2 * int64(H) * int64(Q+2*KV+Q+2*F) // q|k|v, o, gate|up
+	layerBytes += 2 * int64(F) * int64(H)                     // down
+	headBytes := 2 * int64(V) * int64(H)
+	// (1) The engine's fused products, a launch each (PDL as in decode).
+	gemvf := func(lm bool, layers int) func() {
+		return func() {
+			for l := 0; l < layers; l++ {
+				y := ls[l]
+				q := pending{kind: pendGemv, n: 3, x: hbuf, T: 1, I: H, norm: true, epi: epiNone, nrm: normOp{x: x, w: nw, out: hbuf, rows: 1, n: H, eps: 1e-6}}
+				q.jobs[0], q.jobs[1], q.jobs[2] = gemvJob{outs[0], y.q, Q}, gemvJob{outs[1], y.k, KV}, gemvJob{outs[2], y.v, KV}
+				b.launchGemvf(&q)
+				o := pending{kind: pendGemv, n: 1, x: outs[0], T: 1, I: Q, epi: epiResid, aux: x, sum: x}
+				o.jobs[0] = gemvJob{outs[1], y.o, H}
+				b.launchGemvf(&o)
+				gu := pending{kind: pendGemv, n: 2, x: hbuf, T: 1, I: H, norm: true, epi: epiSwiGLU, aux: outs[2], nrm: normOp{x: x, w: nw, out: hbuf, rows: 1, n: H, eps: 1e-6}}
+				gu.jobs[0], gu.jobs[1] = gemvJob{outs[0], y.g, F}, gemvJob{outs[1], y.u, F}
+				b.launchGemvf(&gu)
+				d := pending{kind: pendGemv, n: 1, x: outs[2], T: 1, I: F, epi: epiResid, aux: x, sum: x}
+				d.jobs[0] = gemvJob{outs[1], y.d, H}
+				b.launchGemvf(&d)
+			}
+			if lm {
+				h := pending{kind: pendGemv, n: 1, x: hbuf, T: 1, I: H, norm: true, epi: epiNone, nrm: normOp{x: x, w: nw, out: hbuf, rows: 1, n: H, eps: 1e-6}}
+				h.jobs[0] = gemvJob{outs[0], head, V}
+				b.launchGemvf(&h)
+			}
+		}
+	}
+	report("gemvf_layers_head", int64(L)*layerBytes+headBytes, graphTime(gemvf(true, L)))
+	report("gemvf_head", headBytes, graphTime(gemvf(true, 0)))
+	report("gemvf_layers_head_again", int64(L)*layerBytes+headBytes, graphTime(gemvf(true, L)))
+	// (2), (3) The chain: per layer q|k|v → o_proj (reads q's 4096) →
+	// gate|up → down (reads the first 12,288), then the LM head.
+	var dims [][2]int
+	var ws []driver.DevPtr
+	for _, y := range ls {
+		dims = append(dims, [2]int{Q + 2*KV, H}, [2]int{H, Q}, [2]int{2 * F, H}, [2]int{H, F})
+		ws = append(ws, y.qkv.ptr, y.o.ptr, y.gu.ptr, y.d.ptr)
+	}
+	dims = append(dims, [2]int{V, H})
+	ws = append(ws, head.ptr)
+	for _, v := range pchainVariants {
+		pk, err := loadPchain(b, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pk.residentOnce {
+			t.Logf("%s: not one block a SM; skipped", v.name)
+			continue
+		}
+		c := newPchain(t, b, dims, ws, x, b.smCount*pk.warps, alloc)
+		n := len(dims)
+		report("pchain_"+v.name+"_one_launch", c.bytes, graphTime(func() { c.run(b, pk, 0, n) }))
+		report("pchain_"+v.name+"_launch_per_layer", c.bytes, graphTime(func() {
+			c.run(b, pk, 0, 4)
+			for p := 4; p < n; p += 4 {
+				c.run(b, pk, p, min(p+4, n))
+			}
+		}))
+		report("pchain_"+v.name+"_head", headBytes, graphTime(func() {
+			b.memset(c.cnt, 0, n)
+			c.run(b, pk, n-1, n)
+		}))
+		b.sync()
+		stuck := make([]uint32, n+1)
+		readDev(t, b, c.cnt, unsafe.Slice((*byte)(unsafe.Pointer(&stuck[0])), 4*len(stuck)))
+		if stuck[n] != 0 {
+			t.Errorf("%s: %d blocks gave up at a barrier: its figures are void", v.name, stuck[n])
+			res["pchain_"+v.name+"_stuck"] = stuck[n]
+		}
+	}
+	report("gemvf_layers_head_last", int64(L)*layerBytes+headBytes, graphTime(gemvf(true, L)))
+	if out := os.Getenv("INFERNIX_BENCH_OUT"); out != "" {
+		data, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(out, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
