@@ -51,8 +51,9 @@ struct PcPhase {
   float* out;        // [S, O] partial sums
   const float* src;  // [srcS, srcO] the input's partials
   int O, I, S, units;
-  int srcO, srcS, pad0, pad1;
+  int srcO, srcS, pad[4];
 };
+static_assert(sizeof(PcPhase) == 64, "the host lays the phase table out in 64-byte entries");
 
 __device__ __forceinline__ u32 pc_load_acquire(const u32* p) {
 #if defined(__CUDA_ARCH__)
