@@ -42,6 +42,12 @@
 #ifndef PC_CROSS
 #define PC_CROSS 1
 #endif
+#ifndef PC_TMA
+#define PC_TMA 0
+#endif
+#if PC_TMA && defined(__CUDA_ARCH__) && !GF_TMA
+#error "PC_TMA=1 needs GF_TMA=1 too (the prelude's bulk copies and mbarriers)"
+#endif
 #define PC_THREADS (PC_WARPS * 32)
 #define PC_SLOT 1024
 #define PC_MAXI 12288  // the widest input (floats of shared memory)
@@ -108,6 +114,53 @@ __device__ __forceinline__ void pc_issue(const PcPhase* ph, int p1, int gw, int 
   cp_async_commit();
 }
 
+// Waits (after a launch's first phase) until every block is done with
+// phase p − 1, then loads phase p's input into xs: the previous phase's
+// partials added in slice order. Returns 1/rms of the input, its squares
+// added in the same order in every block.
+__device__ __forceinline__ float pc_prologue(const PcPhase* ph, int p, int p0, u32* cnt, u32* stuck, float* xs, float* red) {
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  if (p > p0) {
+    if (tid == 0) {
+      for (u32 n = 0; pc_load_acquire(cnt + p - 1) < gridDim.x; n++) {
+        if (n == (1u << 22)) {
+          atomicAdd(stuck, 1u);
+          break;
+        }
+      }
+    }
+    __syncthreads();
+  }
+  const int I = __ldg(&ph[p].I), srcO = __ldg(&ph[p].srcO), srcS = __ldg(&ph[p].srcS);
+  const float* src = (const float*)__ldg((const u64*)&ph[p].src);
+  float ss = 0.f;
+  for (int i = tid * 4; i < I; i += PC_THREADS * 4) {
+    float4 v = __ldcg((const float4*)(src + i));
+    for (int s = 1; s < srcS; s++) {
+      const float4 u = __ldcg((const float4*)(src + (long)s * srcO + i));
+      v.x += u.x, v.y += u.y, v.z += u.z, v.w += u.w;
+    }
+    *(float4*)(xs + i) = v;
+    ss = fmaf(v.x, v.x, ss), ss = fmaf(v.y, v.y, ss), ss = fmaf(v.z, v.z, ss), ss = fmaf(v.w, v.w, ss);
+  }
+  ss = warp_sum(ss);
+  if (lane == 0) red[warp] = ss;
+  __syncthreads();
+  float q = 0.f;
+  for (int j = 0; j < PC_WARPS; j++) q += red[j];
+  return 1.f / sqrtf(q / (float)I + 1e-6f);
+}
+
+// A block counts itself done with phase p once all its threads are.
+__device__ __forceinline__ void pc_done(u32* cnt, int p) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(cnt + p, 1u);
+  }
+}
+
+#if !PC_TMA
 extern "C" __global__ void __launch_bounds__(PC_THREADS, 1) pchain(const PcPhase* ph, int p0, int p1, u32* cnt, u32* stuck) {
   EXTERN_SMEM(unsigned char, sm);
   float* xs = (float*)sm;                               // the phase's input, PC_MAXI floats
@@ -126,45 +179,15 @@ extern "C" __global__ void __launch_bounds__(PC_THREADS, 1) pchain(const PcPhase
   PDL_ENTRY();
   int head = 0;
   for (int p = p0; p < p1; p++) {
-    if (p > p0) {
-      if (tid == 0) {
-        for (u32 n = 0; pc_load_acquire(cnt + p - 1) < gridDim.x; n++) {
-          if (n == (1u << 22)) {
-            atomicAdd(stuck, 1u);
-            break;
-          }
-        }
-      }
-      __syncthreads();
-      if (!PC_CROSS) {
-        // The stream stopped at the boundary: request this phase's first
-        // chunks only now (it points at them: the limit held it there).
-        head = 0;
-        for (int d = 0; d < PC_D; d++) pc_issue(ph, p1, gw, W, p + 1, it, ring0 + d * PC_SLOT, lane);
-      }
+    const float inv = pc_prologue(ph, p, p0, cnt, stuck, xs, red);
+    if (!PC_CROSS && p > p0) {
+      // The stream stopped at the boundary: request this phase's first
+      // chunks only now (it points at them: the limit held it there).
+      head = 0;
+      for (int d = 0; d < PC_D; d++) pc_issue(ph, p1, gw, W, p + 1, it, ring0 + d * PC_SLOT, lane);
     }
     const int O = __ldg(&ph[p].O), I = __ldg(&ph[p].I), S = __ldg(&ph[p].S), units = __ldg(&ph[p].units);
-    const int srcO = __ldg(&ph[p].srcO), srcS = __ldg(&ph[p].srcS);
-    const float* src = (const float*)__ldg((const u64*)&ph[p].src);
     float* out = (float*)__ldg((const u64*)&ph[p].out);
-    // The input (the previous phase's partials added in slice order) and
-    // its sum of squares, added in the same order in every block.
-    float ss = 0.f;
-    for (int i = tid * 4; i < I; i += PC_THREADS * 4) {
-      float4 v = __ldcg((const float4*)(src + i));
-      for (int s = 1; s < srcS; s++) {
-        const float4 u = __ldcg((const float4*)(src + (long)s * srcO + i));
-        v.x += u.x, v.y += u.y, v.z += u.z, v.w += u.w;
-      }
-      *(float4*)(xs + i) = v;
-      ss = fmaf(v.x, v.x, ss), ss = fmaf(v.y, v.y, ss), ss = fmaf(v.z, v.z, ss), ss = fmaf(v.w, v.w, ss);
-    }
-    ss = warp_sum(ss);
-    if (lane == 0) red[warp] = ss;
-    __syncthreads();
-    float q = 0.f;
-    for (int j = 0; j < PC_WARPS; j++) q += red[j];
-    const float inv = 1.f / sqrtf(q / (float)I + 1e-6f);
     const int nc = I / S / 256;
     for (int u = gw; u < units; u += W) {
       const int pair = u / S, s = u - pair * S;
@@ -194,11 +217,123 @@ extern "C" __global__ void __launch_bounds__(PC_THREADS, 1) pchain(const PcPhase
         if (2 * pair + 1 < O) out[(long)s * O + 2 * pair + 1] = a1;
       }
     }
-    __syncthreads();  // the block's outputs are written and xs is free
-    if (tid == 0) {
-      __threadfence();
-      atomicAdd(cnt + p, 1u);
-    }
+    pc_done(cnt, p);  // (also: xs is free)
   }
   cp_async_wait<0>();
 }
+#else
+// PC_TMA=1: the weights stream by the copy engine (cp.async.bulk, 1-D
+// TMA) into a ring of PC_ST stages a block, each PC_R weight rows of
+// PC_KC columns (a slice of I: S = I / PC_KC), one bulk copy of PC_KC·2
+// contiguous bytes a row, its bytes counted on the stage's mbarrier. Why:
+// the per-warp cp.async ring above read at 3.0–3.6 TB/s where the fused
+// kernels read at ~4 (run 23 call b), and run 15's bulk copies (GF_TMA in
+// gemv.cu) were 1 KB each (16 rows × 512 columns a stage): here a copy is
+// 8 KB and a stage 32 KB, up to 160 KB in flight a SM without any lane's
+// load slots. Thread 0 keeps the ring full, running ahead into the next
+// phases; the block's warps split a stage's rows (PC_WARPS / PC_R warps a
+// row, PC_CPW columns each), add their sums through shared memory in warp
+// order, and the stage is refilled once every warp has passed the
+// barrier that follows its reads. Units: (row group of PC_R, slice),
+// block b taking units b, b + G, …; the host lays out S and units so.
+#ifndef PC_R
+#define PC_R 4
+#endif
+#ifndef PC_KC
+#define PC_KC 4096
+#endif
+#ifndef PC_ST
+#define PC_ST 5
+#endif
+#define PC_STAGE (PC_R * PC_KC * 2)
+#define PC_WPR (PC_WARPS / PC_R)  // warps a row
+#define PC_CPW (PC_KC / PC_WPR)   // columns a warp: a multiple of 256
+static_assert(PC_WARPS % PC_R == 0 && PC_CPW % 256 == 0, "a stage's rows split into whole 256-column chunks per warp");
+
+// Thread 0's next unit to request: u of phase p (p1: none left).
+struct PcTIter {
+  int p, u, units, S, O, I;
+  const u16* w;
+};
+
+__device__ __forceinline__ void pc_tseek(const PcPhase* ph, int p1, PcTIter& it) {
+  for (; it.p < p1; it.p++) {
+    const int units = __ldg(&ph[it.p].units);
+    if ((int)blockIdx.x < units) {
+      it.u = blockIdx.x, it.units = units;
+      it.S = __ldg(&ph[it.p].S), it.O = __ldg(&ph[it.p].O), it.I = __ldg(&ph[it.p].I);
+      it.w = (const u16*)__ldg((const u64*)&ph[it.p].w);
+      return;
+    }
+  }
+}
+
+// Requests it's unit into the stage at dst, counted on bar, and advances.
+__device__ __forceinline__ void pc_tissue(const PcPhase* ph, int p1, PcTIter& it, saddr_t dst, saddr_t bar) {
+  if (it.p >= p1) return;
+  const int g = it.u / it.S, s = it.u - g * it.S;
+  const int r0 = g * PC_R, nr = min(PC_R, it.O - r0);
+  mbar_expect_tx(bar, nr * PC_KC * 2);
+  for (int r = 0; r < nr; r++) tma_load_1d(dst + r * PC_KC * 2, it.w + (long)(r0 + r) * it.I + s * PC_KC, PC_KC * 2, bar);
+  it.u += gridDim.x;
+  if (it.u >= it.units) {
+    it.p++;
+    pc_tseek(ph, p1, it);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(PC_THREADS, 1) pchain(const PcPhase* ph, int p0, int p1, u32* cnt, u32* stuck) {
+  EXTERN_SMEM(unsigned char, sm);
+  float* xs = (float*)sm;                  // the phase's input, PC_MAXI floats
+  unsigned char* ring = sm + PC_MAXI * 4;  // PC_ST stages
+  __shared__ __align__(8) u64 bars[PC_ST];
+  __shared__ float red[PC_WARPS];
+  __shared__ float part[2][PC_WARPS];  // a stage's warp sums, by stage parity
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  PcTIter it;
+  if (tid == 0) {
+    for (int st = 0; st < PC_ST; st++) mbar_init(smem_addr(&bars[st]), 1);
+    mbar_fence_init();
+    // Weights never depend on earlier work: the ring fills before PDL_WAIT.
+    it.p = p0;
+    pc_tseek(ph, p1, it);
+    for (int st = 0; st < PC_ST; st++) pc_tissue(ph, p1, it, smem_addr(ring + st * PC_STAGE), smem_addr(&bars[st]));
+  }
+  __syncthreads();  // the barriers are initialised before anyone waits on them
+  PDL_ENTRY();
+  const int row = warp / PC_WPR, q = warp - row * PC_WPR;
+  int n = 0;  // stages consumed: stage n is in slot n % PC_ST, its (n / PC_ST)-th use
+  for (int p = p0; p < p1; p++) {
+    const float inv = pc_prologue(ph, p, p0, cnt, stuck, xs, red);
+    const int O = __ldg(&ph[p].O), S = __ldg(&ph[p].S), units = __ldg(&ph[p].units);
+    float* out = (float*)__ldg((const u64*)&ph[p].out);
+    for (int u = blockIdx.x; u < units; u += gridDim.x, n++) {
+      const int g = u / S, s = u - g * S, slot = n % PC_ST;
+      mbar_wait(smem_addr(&bars[slot]), (n / PC_ST) & 1);
+      const unsigned char* st = ring + slot * PC_STAGE + (row * PC_KC + q * PC_CPW) * 2;
+      const float* xc = xs + s * PC_KC + q * PC_CPW + lane * 8;
+      float a = 0.f;
+#pragma unroll 4
+      for (int c = 0; c < PC_CPW / 256; c++) {
+        const uint4 wv = *(const uint4*)(st + (c * 256 + lane * 8) * 2);
+        const float4 xa = *(const float4*)(xc + c * 256), xb = *(const float4*)(xc + c * 256 + 4);
+        const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+        float f[8];
+        unpack_bf16x8(wv, f);
+#pragma unroll
+        for (int e = 0; e < 8; e++) a = fmaf(xv[e], f[e], a);
+      }
+      a = warp_sum(a);
+      if (lane == 0) part[n & 1][warp] = a;
+      __syncthreads();  // the stage is read and its sums are in
+      if (tid == 0) pc_tissue(ph, p1, it, smem_addr(ring + slot * PC_STAGE), smem_addr(&bars[slot]));
+      if (tid < PC_R && g * PC_R + tid < O) {
+        float v = 0.f;
+        for (int j = 0; j < PC_WPR; j++) v += part[n & 1][tid * PC_WPR + j];
+        out[(long)s * O + g * PC_R + tid] = v * inv;
+      }
+    }
+    pc_done(cnt, p);
+  }
+}
+#endif

@@ -238,8 +238,15 @@ func TestMatMulSkinny(t *testing.T) {
 
 // TestModelSkinny: a random Qwen3 decoding 10 lanes at once (T = 10, so
 // q|k|v, o_proj, gate|up and down take gemm_skinny with
-// INFERNIX_CUDA_SKINNY=1) gives the log-probs of the cuBLASLt path within
-// the model tests' bound (the same tokens fed to both).
+// INFERNIX_CUDA_SKINNY=1) against the CPU backend, as TestModelRandom holds
+// the default path: top-10 log-probs within 2e-2 (or of the CPU model that
+// rounds the products' inputs to bf16, as both the skinny products and
+// cuBLASLt read them), greedy continuations the same. Run 23 first held
+// the two GPU paths to each other's logits within 1e-3: they differ by up
+// to 0.03 (a product's order of additions moves its sums by an ulp, which
+// flips later bf16 and f16 roundings, and the flips add up over layers and
+// steps), 0.019 in top-10 log-probs, so the comparison is with the
+// reference instead.
 func TestModelSkinny(t *testing.T) {
 	b := gpu(t)
 	if b.lt == nil || b.k.skinny == nil {
@@ -247,57 +254,20 @@ func TestModelSkinny(t *testing.T) {
 	}
 	r := newRand(t)
 	cfg := smallConfig("Qwen3ForCausalLM")
-	m := build(t, cfg, &testWeights{be: b, seed: r.Uint64()}, b)
-	const nl, steps = 10, 6
-	ps := prompts(r, cfg.VocabSize, 20, 9, 31, 12, 5, 17, 26, 8, 14, 22)
-	run := func(skinny bool) ([][]float32, int) {
-		b.flush()
-		defer func(v bool) { b.flush(); b.skinny = v }(b.skinny)
-		b.skinny = skinny
-		var l []*lane
-		for i := 0; i < nl; i++ {
-			l = append(l, &lane{blocks: []int32{int32(2 * i), int32(2*i + 1)}})
-		}
-		step(t, m, l, ps)
-		runs := b.skinnyRuns
-		next := make([][]int32, nl)
-		for i := range next {
-			next[i] = []int32{int32(i + 3)}
-		}
-		var out [][]float32
-		for s := 0; s < steps; s++ {
-			for i, lg := range step(t, m, l, next) {
-				out = append(out, append([]float32(nil), lg...))
-				next[i] = []int32{int32((s*7 + i*13) % cfg.VocabSize)}
-			}
-		}
-		return out, b.skinnyRuns - runs
-	}
-	lt, none := run(false)
-	sk, runs := run(true)
-	if none != 0 {
-		t.Errorf("%d gemm_skinny launches with it off", none)
-	}
-	// Per layer: q|k|v, o_proj, gate|up, down.
+	seed := r.Uint64()
+	g := build(t, cfg, &testWeights{be: b, seed: seed}, b)
+	c := build(t, cfg, &testWeights{be: cpuBe, seed: seed}, cpuBe)
+	cf := bf16Model(t, cfg, seed, b.kvDT)
+	const steps = 6
+	b.flush()
+	defer func(v bool) { b.flush(); b.skinny = v }(b.skinny)
+	b.skinny = true
+	runs := b.skinnyRuns
+	checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 20, 9, 31, 12, 5, 17, 26, 8, 14, 22), steps, 2e-2)
+	runs = b.skinnyRuns - runs
+	// Per layer and decode step: q|k|v, o_proj, gate|up, down.
 	if want := 4 * cfg.NumHiddenLayers * steps; runs < want {
-		t.Errorf("%d gemm_skinny launches over %d decode steps, want at least %d", runs, steps, want)
+		t.Errorf("%d gemm_skinny launches over %d decode steps of 10 lanes, want at least %d", runs, steps, want)
 	}
-	// The order of the additions moves a product's f32 sums by an ulp or
-	// so, which can flip the bf16 rounding of the next product's input or
-	// the f16 rounding of a cached K/V element: such flips add up over the
-	// layers and steps (run 23: logits 0.029 apart). So the two paths are
-	// held to the bound every model comparison here uses, on the top-10
-	// log-probs.
-	worst, worstLP := 0.0, 0.0
-	for s := range lt {
-		for i, a := range lt[s] {
-			worst = math.Max(worst, math.Abs(float64(a)-float64(sk[s][i])))
-		}
-		d, _, _ := topDelta(sk[s], lt[s])
-		worstLP = math.Max(worstLP, d)
-	}
-	t.Logf("gemm_skinny: %d launches, logits within %.3g of cuBLASLt's, top-10 log-probs within %.3g", runs, worst, worstLP)
-	if worstLP > 2e-2 {
-		t.Errorf("gemm_skinny's top-10 log-probs differ from cuBLASLt's by up to %.3g", worstLP)
-	}
+	t.Logf("gemm_skinny: %d launches", runs)
 }

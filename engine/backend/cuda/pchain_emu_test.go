@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
+	"path/filepath"
 	"testing"
 )
 
@@ -47,16 +49,27 @@ func pchainReference(shapes []pcShape, x0 []float32, w [][]uint16) [][]float64 {
 // every phase's counter must read one block, and the build that stops the
 // stream at each phase boundary (PC_CROSS=0, another ring depth) must
 // produce the same bytes: running ahead changes when weights arrive, never
-// what is added.
+// what is added. The bulk-copy form (PC_TMA=1) is checked the same way on
+// shapes whose inputs are whole stages.
 func TestPchainEmulated(t *testing.T) {
 	needEmuLayout(t)
 	bin := emuBinary(t, "pchain", "testdata/emu/pchain_main.cpp", "../../../kernels/pchain.cu")
 	nocross := emuBinary(t, "pchain-nocross", "testdata/emu/pchain_nocross_main.cpp", "testdata/emu/pchain_main.cpp", "../../../kernels/pchain.cu")
+	tma := emuBinary(t, "pchain-tma", "testdata/emu/pchain_tma_main.cpp", "testdata/emu/pchain_main.cpp", "../../../kernels/pchain.cu")
 	r := newRand(t)
 	// Each phase reads the first I of the previous one's outputs. Odd row
 	// counts (a pair's second row past O), 2 and 3 slices, several units
 	// a warp, and a last phase with fewer units than warps.
-	shapes := []pcShape{{800, 512, 2}, {1030, 768, 3}, {1025, 256, 1}, {521, 1024, 1}, {300, 512, 2}, {9, 256, 1}}
+	pchainEmuCase(t, r, []string{bin, nocross}, []pcShape{{800, 512, 2}, {1030, 768, 3}, {1025, 256, 1}, {521, 1024, 1}, {300, 512, 2}, {9, 256, 1}})
+	// PC_TMA (stages of 4 rows × 1,024 columns): row groups past O, 1 and 2
+	// slices, a last phase of three row groups.
+	pchainEmuCase(t, r, []string{tma}, []pcShape{{2050, 1024, 1}, {1030, 2048, 2}, {9, 1024, 1}})
+}
+
+// pchainEmuCase runs shapes through each of bins (builds that must agree
+// bit for bit) and checks the first's outputs against float64.
+func pchainEmuCase(t *testing.T, r *rand.Rand, bins []string, shapes []pcShape) {
+	t.Helper()
 	x0 := make([]float32, shapes[0].I)
 	for i := range x0 {
 		x0[i] = float32(r.NormFloat64())
@@ -77,16 +90,16 @@ func TestPchainEmulated(t *testing.T) {
 		binary.Write(&in, binary.LittleEndian, w[p]) //nolint:errcheck
 	}
 	ref := pchainReference(shapes, x0, w)
-	var outs [2][]byte
-	for k, b := range []string{bin, nocross} {
+	outs := make([][]byte, len(bins))
+	for k, b := range bins {
 		got, err := runEmu(b, in.Bytes())
 		if err != nil {
 			t.Fatal(err)
 		}
 		outs[k] = got.Bytes()
-	}
-	if !bytes.Equal(outs[0], outs[1]) {
-		t.Errorf("PC_CROSS=0 (ring of 3) differs from the default's bytes")
+		if k > 0 && !bytes.Equal(outs[0], outs[k]) {
+			t.Errorf("%s differs from %s's bytes", filepath.Base(b), filepath.Base(bins[0]))
+		}
 	}
 	rd := bytes.NewReader(outs[0])
 	for p, s := range shapes {

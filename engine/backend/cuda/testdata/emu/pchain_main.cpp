@@ -29,6 +29,13 @@ int main() {
     q.w = w[p].data();
     q.out = out[p].data();
     q.O = O, q.I = I, q.S = S, q.units = (O + 1) / 2 * S;
+#if PC_TMA
+    if (S * PC_KC != I) {
+      fprintf(stderr, "phase %d: S must be I / PC_KC\n", p);
+      exit(2);
+    }
+    q.units = (O + PC_R - 1) / PC_R * S;
+#endif
     if (p == 0) {
       q.src = x0.data(), q.srcO = I, q.srcS = 1;
     } else {
