@@ -255,6 +255,8 @@ func TestModelSkinny(t *testing.T) {
 	r := newRand(t)
 	cfg := smallConfig("Qwen3ForCausalLM")
 	seed := r.Uint64()
+	defer func(n int) { testKVBlocks = n }(testKVBlocks)
+	testKVBlocks = 8 * 10 // checkModels' 8 blocks a lane
 	g := build(t, cfg, &testWeights{be: b, seed: seed}, b)
 	c := build(t, cfg, &testWeights{be: cpuBe, seed: seed}, cpuBe)
 	cf := bf16Model(t, cfg, seed, b.kvDT)

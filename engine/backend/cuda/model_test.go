@@ -68,13 +68,18 @@ func smallConfig(arch string) *model.Config {
 	return c
 }
 
+// testKVBlocks is the KV pool of the models build makes: checkModels gives
+// each lane 8 blocks, so 8 lanes (TestModelSkinny, which needs more lanes,
+// raises it for its models).
+var testKVBlocks = 64
+
 func build(t testing.TB, cfg *model.Config, ws model.WeightSource, be backend.Backend) model.Model {
 	t.Helper()
 	bld, err := model.Lookup(cfg.Arch())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := bld(cfg, ws, be, model.Options{KVBlocks: 64, MaxBatchTokens: 256})
+	m, err := bld(cfg, ws, be, model.Options{KVBlocks: testKVBlocks, MaxBatchTokens: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
