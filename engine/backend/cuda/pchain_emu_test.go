@@ -42,6 +42,24 @@ func pchainReference(shapes []pcShape, x0 []float32, w [][]uint16) [][]float64 {
 	return outs
 }
 
+// pchainError adds a phase's S partials of each output and returns the
+// largest relative error against ref (relative to 1 + |ref|), or the first
+// output with an unwritten (NaN) partial.
+func pchainError(part []float32, s pcShape, ref []float64) (worst float64, unwritten int) {
+	for o := 0; o < s.O; o++ {
+		sum := 0.0
+		for j := 0; j < s.S; j++ {
+			v := float64(part[j*s.O+o])
+			if math.IsNaN(v) {
+				return 0, o
+			}
+			sum += v
+		}
+		worst = max(worst, math.Abs(sum-ref[o])/(1+math.Abs(ref[o])))
+	}
+	return worst, -1
+}
+
 // TestPchainEmulated runs the persistent product chain under the CPU
 // emulation (one block of 16 warps, so that units wrap around the warps
 // and phases have idle warps): every phase's outputs, their S partials
@@ -107,17 +125,9 @@ func pchainEmuCase(t *testing.T, r *rand.Rand, bins []string, shapes []pcShape) 
 		if err := binary.Read(rd, binary.LittleEndian, part); err != nil {
 			t.Fatal(err)
 		}
-		worst := 0.0
-		for o := 0; o < s.O; o++ {
-			sum := 0.0
-			for j := 0; j < s.S; j++ {
-				v := float64(part[j*s.O+o])
-				if math.IsNaN(v) {
-					t.Fatalf("phase %d: partial %d of output %d not written", p, j, o)
-				}
-				sum += v
-			}
-			worst = max(worst, math.Abs(sum-ref[p][o])/(1+math.Abs(ref[p][o])))
+		worst, unwritten := pchainError(part, s, ref[p])
+		if unwritten >= 0 {
+			t.Fatalf("phase %d: a partial of output %d not written", p, unwritten)
 		}
 		if worst > 1e-4 {
 			t.Errorf("phase %d (%+v): max relative error %.2e against float64", p, s, worst)

@@ -43,7 +43,7 @@ type pchainKernel struct {
 	warps, smem  int
 	tma          bool // PC_TMA: units of rows × kc columns (else row pairs over slices sized by pcSlices)
 	rows, kc     int
-	variantName  string
+	name         string
 	residentOnce bool // the grid (one block a SM) fits at once: its shared memory admits one block a SM
 }
 
@@ -68,7 +68,7 @@ func pcDefine(defs []string, name string, def int) int {
 }
 
 func loadPchain(b *Backend, v pchainVariant) (*pchainKernel, error) {
-	pk := &pchainKernel{variantName: v.name, warps: pcDefine(v.defs, "PC_WARPS", 16), tma: pcDefine(v.defs, "PC_TMA", 0) == 1}
+	pk := &pchainKernel{name: v.name, warps: pcDefine(v.defs, "PC_WARPS", 16), tma: pcDefine(v.defs, "PC_TMA", 0) == 1}
 	pk.smem = 12288*4 + pk.warps*pcDefine(v.defs, "PC_D", 6)*1024
 	if pk.tma {
 		pk.rows, pk.kc = pcDefine(v.defs, "PC_R", 4), pcDefine(v.defs, "PC_KC", 4096)
@@ -89,6 +89,26 @@ func loadPchain(b *Backend, v pchainVariant) (*pchainKernel, error) {
 	// running), nor may one block not fit.
 	pk.residentOnce = 2*pk.smem > b.smemPerSM && pk.smem <= b.maxSmem && pk.k.regs*pk.warps*32 <= 65536
 	return pk, nil
+}
+
+// pchainKernels loads every variant that can run here (a failed load
+// fails t; a variant whose grid cannot be resident at once is logged and
+// left out).
+func pchainKernels(t testing.TB, b *Backend) []*pchainKernel {
+	var ks []*pchainKernel
+	for _, v := range pchainVariants {
+		pk, err := loadPchain(b, v)
+		if err != nil {
+			t.Errorf("%s: %v", v.name, err)
+			continue
+		}
+		if !pk.residentOnce {
+			t.Logf("%s: %d bytes of shared memory, %d registers: not one block a SM; skipped", v.name, pk.smem, pk.k.regs)
+			continue
+		}
+		ks = append(ks, pk)
+	}
+	return ks
 }
 
 // pcSlices picks S for a phase of O rows over I inputs and W warps: the
@@ -179,20 +199,8 @@ func TestPchain(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
 	dims := [][2]int{{6144, 4096}, {4096, 4096}, {24576, 4096}, {4096, 12288}, {6144, 4096}, {9, 4096}}
-	var bufs []driver.DevPtr
-	alloc := func(n uint64) driver.DevPtr {
-		p, err := b.malloc(n, "pchain test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		bufs = append(bufs, p)
-		return p
-	}
-	defer func() {
-		for _, p := range bufs {
-			b.free(p)
-		}
-	}()
+	alloc, release := devAllocs(t, b, "pchain test")
+	defer release()
 	var ws []driver.DevPtr
 	var hw [][]uint16
 	for _, d := range dims {
@@ -221,16 +229,7 @@ func TestPchain(t *testing.T) {
 	}
 	ref := pchainReference(refShapes, x0h, hw)
 	bits := map[string][]float32{} // by what decides the order of the additions
-	for _, v := range pchainVariants {
-		pk, err := loadPchain(b, v)
-		if err != nil {
-			t.Errorf("%s: %v", v.name, err)
-			continue
-		}
-		if !pk.residentOnce {
-			t.Logf("%s: %d bytes of shared memory, %d registers: not one block a SM; skipped", v.name, pk.smem, pk.k.regs)
-			continue
-		}
+	for _, pk := range pchainKernels(t, b) {
 		c := newPchain(t, b, pk, dims, ws, x0, alloc)
 		for _, split := range []bool{false, true} {
 			for p, o := range c.outs {
@@ -247,37 +246,48 @@ func TestPchain(t *testing.T) {
 			stuck := make([]uint32, len(c.shapes)+1)
 			readDev(t, b, c.cnt, unsafe.Slice((*byte)(unsafe.Pointer(&stuck[0])), 4*len(stuck)))
 			if stuck[len(c.shapes)] != 0 {
-				t.Fatalf("%s: %d blocks gave up at a barrier", v.name, stuck[len(c.shapes)])
+				t.Fatalf("%s: %d blocks gave up at a barrier", pk.name, stuck[len(c.shapes)])
 			}
 			var all []float32
 			for p, s := range c.shapes {
 				part := make([]float32, s.S*s.O)
 				readDev(t, b, c.outs[p], unsafe.Slice((*byte)(unsafe.Pointer(&part[0])), 4*len(part)))
 				all = append(all, part...)
-				worst := 0.0
-				for o := 0; o < s.O; o++ {
-					sum := 0.0
-					for j := 0; j < s.S; j++ {
-						v := float64(part[j*s.O+o])
-						if math.IsNaN(v) {
-							t.Fatalf("%s split=%v phase %d: partial %d of output %d not written", pk.variantName, split, p, j, o)
-						}
-						sum += v
-					}
-					worst = max(worst, math.Abs(sum-ref[p][o])/(1+math.Abs(ref[p][o])))
+				worst, unwritten := pchainError(part, s, ref[p])
+				if unwritten >= 0 {
+					t.Fatalf("%s split=%v phase %d: a partial of output %d not written", pk.name, split, p, unwritten)
 				}
 				if worst > 1e-3 {
-					t.Errorf("%s split=%v phase %d %+v: max relative error %.2e against float64", pk.variantName, split, p, s, worst)
+					t.Errorf("%s split=%v phase %d %+v: max relative error %.2e against float64", pk.name, split, p, s, worst)
 				}
 			}
 			key := fmt.Sprintf("tma %v, %d rows, %d warps", pk.tma, pk.rows, pk.warps)
 			if prev, ok := bits[key]; ok {
 				if !equalBits(prev, all) {
-					t.Errorf("%s split=%v: results differ from the first variant of %s", pk.variantName, split, key)
+					t.Errorf("%s split=%v: results differ from the first variant of %s", pk.name, split, key)
 				}
 			} else {
 				bits[key] = all
 			}
+		}
+	}
+}
+
+// devAllocs returns an allocator of device buffers (failing t) and what
+// frees them all.
+func devAllocs(t testing.TB, b *Backend, what string) (alloc func(uint64) driver.DevPtr, release func()) {
+	var bufs []driver.DevPtr
+	alloc = func(n uint64) driver.DevPtr {
+		p, err := b.malloc(n, what)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, p)
+		return p
+	}
+	return alloc, func() {
+		for _, p := range bufs {
+			b.free(p)
 		}
 	}
 }
@@ -319,23 +329,13 @@ func TestPchainBench(t *testing.T) {
 	}
 	b := gpu(t)
 	const H, Q, KV, F, V, L = 4096, 4096, 1024, 12288, 151936, 36
-	var bufs []driver.DevPtr
-	alloc := func(n uint64) driver.DevPtr {
-		p, err := b.malloc(n, "pchain bench")
-		if err != nil {
-			t.Fatal(err)
-		}
-		bufs = append(bufs, p)
-		return p
-	}
+	alloc, release := devAllocs(t, b, "pchain bench")
+	defer release()
 	rw := &gpuRandomWeights{b: b}
 	var tensors []backend.Tensor
 	defer func() {
 		for _, w := range tensors {
 			b.Free(w)
-		}
-		for _, p := range bufs {
-			b.free(p)
 		}
 	}()
 	weight := func(rows, cols int) *Tensor {
@@ -467,26 +467,17 @@ func TestPchainBench(t *testing.T) {
 	}
 	dims = append(dims, [2]int{V, H})
 	ws = append(ws, head.ptr)
-	for _, v := range pchainVariants {
-		pk, err := loadPchain(b, v)
-		if err != nil {
-			t.Errorf("%s: %v", v.name, err)
-			continue
-		}
-		if !pk.residentOnce {
-			t.Logf("%s: not one block a SM; skipped", v.name)
-			continue
-		}
+	for _, pk := range pchainKernels(t, b) {
 		c := newPchain(t, b, pk, dims, ws, x, alloc)
 		n := len(dims)
-		report("pchain_"+v.name+"_one_launch", c.bytes, graphTime(func() { c.run(b, pk, 0, n) }))
-		report("pchain_"+v.name+"_launch_per_layer", c.bytes, graphTime(func() {
+		report("pchain_"+pk.name+"_one_launch", c.bytes, graphTime(func() { c.run(b, pk, 0, n) }))
+		report("pchain_"+pk.name+"_launch_per_layer", c.bytes, graphTime(func() {
 			c.run(b, pk, 0, 4)
 			for p := 4; p < n; p += 4 {
 				c.run(b, pk, p, min(p+4, n))
 			}
 		}))
-		report("pchain_"+v.name+"_head", headBytes, graphTime(func() {
+		report("pchain_"+pk.name+"_head", headBytes, graphTime(func() {
 			b.memset(c.cnt, 0, n)
 			c.run(b, pk, n-1, n)
 		}))
@@ -494,8 +485,8 @@ func TestPchainBench(t *testing.T) {
 		stuck := make([]uint32, n+1)
 		readDev(t, b, c.cnt, unsafe.Slice((*byte)(unsafe.Pointer(&stuck[0])), 4*len(stuck)))
 		if stuck[n] != 0 {
-			t.Errorf("%s: %d blocks gave up at a barrier: its figures are void", v.name, stuck[n])
-			res["pchain_"+v.name+"_stuck"] = stuck[n]
+			t.Errorf("%s: %d blocks gave up at a barrier: its figures are void", pk.name, stuck[n])
+			res["pchain_"+pk.name+"_stuck"] = stuck[n]
 		}
 	}
 	report("gemvf_layers_head_last", int64(L)*layerBytes+headBytes, graphTime(gemvf(true, L)))
