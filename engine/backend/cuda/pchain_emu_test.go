@@ -79,9 +79,9 @@ func TestPchainEmulated(t *testing.T) {
 	// counts (a pair's second row past O), 2 and 3 slices, several units
 	// a warp, and a last phase with fewer units than warps.
 	pchainEmuCase(t, r, []string{bin, nocross}, []pcShape{{800, 512, 2}, {1030, 768, 3}, {1025, 256, 1}, {521, 1024, 1}, {300, 512, 2}, {9, 256, 1}})
-	// PC_TMA (stages of 4 rows × 1,024 columns): row groups past O, 1 and 2
-	// slices, a last phase of three row groups.
-	pchainEmuCase(t, r, []string{tma}, []pcShape{{2050, 1024, 1}, {1030, 2048, 2}, {9, 1024, 1}})
+	// PC_TMA (stages of 8 rows × 512 columns): row groups past O, 1 and 2
+	// slices, a last phase of two row groups.
+	pchainEmuCase(t, r, []string{tma}, []pcShape{{1030, 512, 1}, {520, 1024, 2}, {9, 512, 1}})
 }
 
 // pchainEmuCase runs shapes through each of bins (builds that must agree
