@@ -1,5 +1,12 @@
-// A chain of decode products streamed by one persistent grid (an
-// experiment, run by the bench's pchain group, not by the engine yet).
+// A chain of decode products streamed by one persistent grid: an
+// experiment, run by the bench's pchain group (TestPchainBench), not by
+// the engine. Measured in run 23 (tests/device/NOTES.md): 3.1–3.5 TB/s
+// over Qwen3-8B's products against 3.8 for the fused kernels (gemv.cu),
+// because both ways of staging weights in shared memory below read slower
+// than the fused kernels' register loads even with no boundary at all
+// (the LM head alone: 3.6–3.7 against 4.0–4.1 TB/s); running ahead across
+// the boundaries was worth 1.8%. Kept, with its tests, for the next
+// design that wants a persistent grid's barriers or a staged stream.
 //
 // Why: every decode product is its own kernel today, and each kernel
 // boundary stops the weight stream: the next kernel's warps issue their
