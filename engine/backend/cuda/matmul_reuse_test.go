@@ -239,14 +239,17 @@ func TestMatMulSkinny(t *testing.T) {
 // TestModelSkinny: a random Qwen3 decoding 10 lanes at once (T = 10, so
 // q|k|v, o_proj, gate|up and down take gemm_skinny with
 // INFERNIX_CUDA_SKINNY=1) against the CPU backend, as TestModelRandom holds
-// the default path: top-10 log-probs within 2e-2 (or of the CPU model that
-// rounds the products' inputs to bf16, as both the skinny products and
-// cuBLASLt read them), greedy continuations the same. Run 23 first held
-// the two GPU paths to each other's logits within 1e-3: they differ by up
-// to 0.03 (a product's order of additions moves its sums by an ulp, which
-// flips later bf16 and f16 roundings, and the flips add up over layers and
-// steps), 0.019 in top-10 log-probs, so the comparison is with the
-// reference instead.
+// the default path, greedy continuations the same, top-10 log-probs within
+// 3e-2 of the CPU (or of its twin that rounds the products' inputs to bf16
+// and attention's to the KV cache's type). Why 3e-2 and not the 2e-2 of
+// the other model tests: with 10 lanes every decode product reads bf16
+// inputs, as a prefill's do, and that rounding alone reaches 2.8e-2 on
+// random prompts (TestBF16InputBudget); run 23 measured 0.019–0.021 here
+// (0.0205 against the format-aware twin in one run of two). A wrong
+// product (a swapped operand, a missed row) is off by far more. Run 23
+// first held the two GPU paths' logits to 1e-3 of each other: they
+// differ by 0.03, since a product's order of additions moves its sums by
+// an ulp, which flips later bf16 and f16 roundings over layers and steps.
 func TestModelSkinny(t *testing.T) {
 	b := gpu(t)
 	if b.lt == nil || b.k.skinny == nil {
@@ -265,7 +268,7 @@ func TestModelSkinny(t *testing.T) {
 	defer func(v bool) { b.flush(); b.skinny = v }(b.skinny)
 	b.skinny = true
 	runs := b.skinnyRuns
-	checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 20, 9, 31, 12, 5, 17, 26, 8, 14, 22), steps, 2e-2)
+	checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 20, 9, 31, 12, 5, 17, 26, 8, 14, 22), steps, 3e-2)
 	runs = b.skinnyRuns - runs
 	// Per layer and decode step: q|k|v, o_proj, gate|up, down.
 	if want := 4 * cfg.NumHiddenLayers * steps; runs < want {
