@@ -69,10 +69,11 @@ func pcDefine(defs []string, name string, def int) int {
 
 func loadPchain(b *Backend, v pchainVariant) (*pchainKernel, error) {
 	pk := &pchainKernel{name: v.name, warps: pcDefine(v.defs, "PC_WARPS", 16), tma: pcDefine(v.defs, "PC_TMA", 0) == 1}
-	pk.smem = 12288*4 + pk.warps*pcDefine(v.defs, "PC_D", 6)*1024
+	const xsBytes = 4 * 12288 // PC_MAXI floats of input in shared memory
+	pk.smem = xsBytes + pk.warps*pcDefine(v.defs, "PC_D", 6)*1024
 	if pk.tma {
 		pk.rows, pk.kc = pcDefine(v.defs, "PC_R", 4), pcDefine(v.defs, "PC_KC", 4096)
-		pk.smem = 12288*4 + pcDefine(v.defs, "PC_ST", 5)*pk.rows*pk.kc*2
+		pk.smem = xsBytes + pcDefine(v.defs, "PC_ST", 5)*pk.rows*pk.kc*2
 	}
 	if err := b.load("pchain.cu", v.defs, map[string]**kernel{"pchain": &pk.k}); err != nil {
 		return nil, err
@@ -243,15 +244,12 @@ func TestPchain(t *testing.T) {
 				c.run(b, pk, 0, len(c.shapes))
 			}
 			b.sync()
-			stuck := make([]uint32, len(c.shapes)+1)
-			readDev(t, b, c.cnt, unsafe.Slice((*byte)(unsafe.Pointer(&stuck[0])), 4*len(stuck)))
-			if stuck[len(c.shapes)] != 0 {
-				t.Fatalf("%s: %d blocks gave up at a barrier", pk.name, stuck[len(c.shapes)])
+			if n := c.stuck(t, b); n != 0 {
+				t.Fatalf("%s: %d blocks gave up at a barrier", pk.name, n)
 			}
 			var all []float32
 			for p, s := range c.shapes {
-				part := make([]float32, s.S*s.O)
-				readDev(t, b, c.outs[p], unsafe.Slice((*byte)(unsafe.Pointer(&part[0])), 4*len(part)))
+				part := readF32(t, b, c.outs[p], s.S*s.O)
 				all = append(all, part...)
 				worst, unwritten := pchainError(part, s, ref[p])
 				if unwritten >= 0 {
@@ -304,16 +302,17 @@ func equalBits(a, b []float32) bool {
 	return true
 }
 
-// readDev copies n = len(dst) bytes from device p.
-func readDev(t testing.TB, b *Backend, p driver.DevPtr, dst []byte) {
+// readF32 returns n floats from device p.
+func readF32(t testing.TB, b *Backend, p driver.DevPtr, n int) []float32 {
 	t.Helper()
-	tmp := &Tensor{ptr: p, rows: 1, cols: len(dst) / 4, dt: backend.F32}
-	host := make([]float32, len(dst)/4)
-	b.ReadRows(tmp, host)
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	copy(dst, unsafe.Slice((*byte)(unsafe.Pointer(&host[0])), len(dst)))
+	return read(t, b, &Tensor{ptr: p, rows: 1, cols: n, dt: backend.F32})
+}
+
+// stuck is how many blocks gave up at a barrier since the chain was made
+// (the word after the counters).
+func (c *pchainChain) stuck(t testing.TB, b *Backend) uint32 {
+	t.Helper()
+	return math.Float32bits(readF32(t, b, c.cnt+driver.DevPtr(4*len(c.shapes)), 1)[0])
 }
 
 // TestPchainBench (INFERNIX_BENCH_PCHAIN=1; results as JSON to
@@ -482,11 +481,9 @@ func TestPchainBench(t *testing.T) {
 			c.run(b, pk, n-1, n)
 		}))
 		b.sync()
-		stuck := make([]uint32, n+1)
-		readDev(t, b, c.cnt, unsafe.Slice((*byte)(unsafe.Pointer(&stuck[0])), 4*len(stuck)))
-		if stuck[n] != 0 {
-			t.Errorf("%s: %d blocks gave up at a barrier: its figures are void", pk.name, stuck[n])
-			res["pchain_"+pk.name+"_stuck"] = stuck[n]
+		if n := c.stuck(t, b); n != 0 {
+			t.Errorf("%s: %d blocks gave up at a barrier: its figures are void", pk.name, n)
+			res["pchain_"+pk.name+"_stuck"] = n
 		}
 	}
 	report("gemvf_layers_head_last", int64(L)*layerBytes+headBytes, graphTime(gemvf(true, L)))
