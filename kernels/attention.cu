@@ -423,10 +423,8 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 // attn_merge_splits lets the next kernel (o_proj's product) launch right
 // after its wait, so that product's blocks load their first weights while
 // the merge runs (its 32-thread blocks leave the SMs nearly free).
-// MS_TRIGGER=-1: before its wait, so that (with ATTN_PDL_TRIGGER=0, the
-// attention triggering at entry) o_proj's blocks are resident during the
-// attention itself (GF_L1PF in kernels/gemv.cu). None of these changes a
-// result; without MS_TRIGGER the merge follows PDL_TRIGGER.
+// Neither changes a result; without MS_TRIGGER the merge follows
+// PDL_TRIGGER.
 #ifndef DEFER_LATE
 #define DEFER_LATE 0
 #endif
@@ -1380,7 +1378,6 @@ extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __rest
                                                                    const int* __restrict__ pos, int heads, int zmax, int chunk) {
   STEP_TIMER();
 #ifdef MS_TRIGGER
-  if (MS_TRIGGER < 0) PDL_LAUNCH();  // before the wait: o_proj's blocks land during the attention
   PDL_WAIT();
   step_waited();
   if (MS_TRIGGER == 0) PDL_LAUNCH();

@@ -370,20 +370,6 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_L2PF
 #define GF_L2PF 0
 #endif
-// GF_L1PF=N: a product launched with GemvP.pf set (the host sets it on
-// the product that follows a decode attention: o_proj) asks this SM's L1,
-// before PDL_WAIT, for the next N 256-element chunks of each of its warp's
-// weight rows past the GF_U it loads into registers. Why: at short contexts
-// the attention and its merge leave DRAM idle for ~10 µs a layer, and
-// every fused product is a chain of load round trips (~1.75 µs each under
-// load, run 17); L2 held o_proj's weights to no avail (run 22: from L2 it
-// still read at ~4.1 TB/s), where L1 hits take tens of ns. Useful only with
-// the attention and merge letting o_proj launch early (ATTN_PDL_TRIGGER=0,
-// MS_TRIGGER=-1), so that its blocks are resident, prefetching, while the
-// attention runs. Changes no result.
-#ifndef GF_L1PF
-#define GF_L1PF 0
-#endif
 // GF_TMA=1: the weights stream into shared memory by the copy engine
 // (cp.async.bulk: Hopper's 1-D TMA) rather than through each lane's loads:
 // GF_TS stages of GF_TC elements of each of the block's 16 weight rows,
@@ -444,9 +430,6 @@ struct GemvP {
   // Plain kernels: how many blocks the product has when more than the grid
   // (gemvf), else 0.
   int nvb;
-  // Plain kernels: nonzero where GF_L1PF's prefetch applies (the host's
-  // choice: the product after a decode attention).
-  int pf;
 };
 #define GF_SLOT(R) (GW_BLOCK_ROWS * (R) + (R))
 #define GF_CNT_MAX 32768
@@ -726,13 +709,6 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
       for (int i = k0 + U * 256 + lane * 64; i < k1; i += 32 * 64) {
         prefetch_l2(wr0 + i);
         if (TWO) prefetch_l2(wr1 + i);
-      }
-    }
-    if (GF_L1PF > 0 && !WIDE && first && p.pf) {
-      const int e1 = min(k1, k0 + (U + GF_L1PF) * 256);
-      for (int i = k0 + U * 256 + lane * 64; i < e1; i += 32 * 64) {
-        prefetch_l1(wr0 + i);
-        if (TWO) prefetch_l1(wr1 + i);
       }
     }
     PDL_ENTRY();

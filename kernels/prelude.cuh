@@ -259,8 +259,6 @@ __device__ __forceinline__ void st_cluster_f32(u32 a, u32 r, float v) {
 // Asynchronous global → shared copies (sm_80+).
 // Asks L2 for the 128-byte line holding p (a hint: no result depends on it).
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-// The same into this SM's L1 (and L2 on the way).
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 
 // A shared-memory address as cp.async and ldmatrix take it, to which byte
 // offsets add (a pointer in the CPU emulation).

@@ -243,7 +243,6 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			a[20] = 1
 		}
 		b.launch(foldK, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem), a[:]...)
-		b.afterDecodeAttn = true
 		if deferMerge {
 			b.launch(ak.mergeSplits, uint32(heads), uint32(T), uint32((hd+31)/32), 32, 1, 0,
 				ptr(o.ptr), ptr(part), ptr(m.pos), i32(heads), i32(zmax), i32(chunk))

@@ -88,32 +88,28 @@ type Backend struct {
 	gemvWaveCap   int           // the blocks a looped grid holds (0: what fits the GPU; INFERNIX_CUDA_GEMV_WAVE_BLOCKS; tests set it so that small products loop too)
 	gemvf         gemvfVariant  // the fused products' compile-time tunables (gemvf_variant.go)
 	gemvfTimeline driver.DevPtr // GF_TIMING: where the fused products' warps record their timeline (0: nowhere)
-	// afterDecodeAttn: the last launch was a decode attention, so the next
-	// fused product (o_proj) may prefetch its weights into L1 while the
-	// attention runs (GemvP.pf, GF_L1PF in kernels/gemv.cu).
-	afterDecodeAttn bool
-	attnTimeline    driver.DevPtr // ATTN_TIMING: where the folded decode attention's blocks record theirs (0: nowhere)
-	stepNames       *[]string     // STEP_TIMING's bench: each launch's kernel name, in order, as it is enqueued (nil: none)
-	stepAfterLt     bool          // stepNames: a cuBLASLt product was enqueued since the last launch
-	attnDeep        int           // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
-	attnTC2         bool          // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
-	attnDefer       bool          // the folded decode attention's merge as its own kernel (INFERNIX_CUDA_ATTN_DEFER=0: in the last split)
-	attnCluster     int           // > 1: the folded decode attention's splits, up to this many, merge through a cluster's shared memory (INFERNIX_CUDA_ATTN_CLUSTER; clusterSplits)
-	skinny          bool          // bf16 products of 9–16 rows through gemm_skinny instead of cuBLASLt (INFERNIX_CUDA_SKINNY=1)
-	inlineCopies    bool          // captured graphs keep their metadata copies where they were recorded (INFERNIX_CUDA_GRAPH_COPIES=inline)
-	attnStages      int           // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
-	kvDT            kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
-	launches        int           // kernel launches recorded (tests: did fusion happen)
-	clusterRuns     int           // of them, launches in clusters (launchCluster)
-	skinnyRuns      int           // of them, gemm_skinny launches (tests)
-	writes          uint64        // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
-	xbf             bf16Reuse     // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
-	noShadow        bool          // INFERNIX_CUDA_SHADOW=0: norms and SwiGLU write no bf16 copy (matmul.go shadowBF16)
-	gemmAlgo        int           // INFERNIX_CUDA_GEMM_ALGO: cuBLASLt's k-th choice for decode batches (gemmAlgoFor)
-	gemvMax         int
-	copyRetries     int // host-to-device copies that needed a retry (diagnostics)
-	attnMode        string
-	prefillMin      int // smallest batch for the tensor-core prefill attention (0: default)
+	attnTimeline  driver.DevPtr // ATTN_TIMING: where the folded decode attention's blocks record theirs (0: nowhere)
+	stepNames     *[]string     // STEP_TIMING's bench: each launch's kernel name, in order, as it is enqueued (nil: none)
+	stepAfterLt   bool          // stepNames: a cuBLASLt product was enqueued since the last launch
+	attnDeep      int           // decode attention through attn_decode_deep (1) or attn_decode_deep3 (3); 0: attn_decode
+	attnTC2       bool          // INFERNIX_CUDA_DECODE_ATTN=tc2: attn_decode_tc2 where G ≤ 8 (transposed products)
+	attnDefer     bool          // the folded decode attention's merge as its own kernel (INFERNIX_CUDA_ATTN_DEFER=0: in the last split)
+	attnCluster   int           // > 1: the folded decode attention's splits, up to this many, merge through a cluster's shared memory (INFERNIX_CUDA_ATTN_CLUSTER; clusterSplits)
+	skinny        bool          // bf16 products of 9–16 rows through gemm_skinny instead of cuBLASLt (INFERNIX_CUDA_SKINNY=1)
+	inlineCopies  bool          // captured graphs keep their metadata copies where they were recorded (INFERNIX_CUDA_GRAPH_COPIES=inline)
+	attnStages    int           // INFERNIX_CUDA_ATTN_STAGES: the decode attention's K/V stages (2 or 3; 0: by head dim)
+	kvDT          kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
+	launches      int           // kernel launches recorded (tests: did fusion happen)
+	clusterRuns   int           // of them, launches in clusters (launchCluster)
+	skinnyRuns    int           // of them, gemm_skinny launches (tests)
+	writes        uint64        // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
+	xbf           bf16Reuse     // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
+	noShadow      bool          // INFERNIX_CUDA_SHADOW=0: norms and SwiGLU write no bf16 copy (matmul.go shadowBF16)
+	gemmAlgo      int           // INFERNIX_CUDA_GEMM_ALGO: cuBLASLt's k-th choice for decode batches (gemmAlgoFor)
+	gemvMax       int
+	copyRetries   int // host-to-device copies that needed a retry (diagnostics)
+	attnMode      string
+	prefillMin    int // smallest batch for the tensor-core prefill attention (0: default)
 
 	moeGrouped     bool    // MoE prefill through per-expert GEMMs (moe_grouped.go; INFERNIX_CUDA_MOE_GROUPED=0 turns it off)
 	moeHost        pinned  // the grouped path's copy of the chosen experts

@@ -370,14 +370,8 @@ func (b *Backend) flush() {
 
 // launchGemvf launches a held product group as one gemvf kernel. Its one
 // parameter is struct GemvP (kernels/gemv.cu): eleven pointers, then eight
-// 32-bit fields packed two to a slot, part, and S, nvb and pf.
+// 32-bit fields packed two to a slot.
 func (b *Backend) launchGemvf(q *pending) {
-	// GemvP.pf: this product follows a decode attention (GF_L1PF).
-	pf := 0
-	if b.afterDecodeAttn && q.epi == epiResid {
-		pf = 1
-	}
-	b.afterDecodeAttn = false
 	var a [15]uint64
 	var nb [3]int
 	per := b.gemvf.rowsPerBlock(q.epi)
@@ -423,7 +417,7 @@ func (b *Backend) launchGemvf(q *pending) {
 			if !ok {
 				return
 			}
-			var aw [18]uint64
+			var aw [17]uint64
 			copy(aw[:], a[:])
 			aw[15], aw[16] = ptr(p), pair(i32(S), 0)
 			b.launch(kw, uint32(total*S), 1, 1, 256, 1, 0, aw[:]...)
@@ -442,13 +436,12 @@ func (b *Backend) launchGemvf(q *pending) {
 		}
 		grid, nvb = gemvWaveGrid(total, resident, b.gemvWave)
 	}
-	var at [18]uint64
+	var at [17]uint64
 	copy(at[:], a[:])
 	if b.gemvf.timing {
 		at[15] = ptr(b.gemvfTimeline)
 	}
 	at[16] = pair(0, i32(nvb))
-	at[17] = pair(i32(pf), 0)
 	b.launch(k, uint32(grid), 1, 1, 256, 1, uint32(b.gemvf.smem), at[:]...)
 }
 

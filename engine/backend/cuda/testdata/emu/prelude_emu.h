@@ -118,7 +118,6 @@ inline void st_cluster_f32(const void*, u32, float) { std::abort(); }
 
 // cp.async: a plain copy; smem_addr passes the pointer through.
 inline void prefetch_l2(const void*) {}
-inline void prefetch_l1(const void*) {}
 typedef unsigned char* saddr_t;  // byte offsets add to it, as to the GPU's u32
 inline saddr_t smem_addr(const void* p) { return (saddr_t)p; }
 inline void cp_async16(void* dst, const void* src) { std::memcpy(dst, src, 16); }
