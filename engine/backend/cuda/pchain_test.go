@@ -2,14 +2,11 @@ package cuda
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"runtime"
-	"sort"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/infernix/infernix/engine/backend"
@@ -327,132 +324,13 @@ func TestPchainBench(t *testing.T) {
 		t.Skip("set INFERNIX_BENCH_PCHAIN=1")
 	}
 	b := gpu(t)
-	const H, Q, KV, F, V, L = 4096, 4096, 1024, 12288, 151936, 36
-	alloc, release := devAllocs(t, b, "pchain bench")
-	defer release()
-	rw := &gpuRandomWeights{b: b}
-	var tensors []backend.Tensor
-	defer func() {
-		for _, w := range tensors {
-			b.Free(w)
-		}
-	}()
-	weight := func(rows, cols int) *Tensor {
-		w, err := rw.Tensor("pchain weight", rows, cols)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tensors = append(tensors, w)
-		return w.(*Tensor)
-	}
-	type layer struct{ q, k, v, o, g, u, d, qkv, gu *Tensor }
-	var ls []layer
-	for l := 0; l < L; l++ {
-		// The chain reads q|k|v and gate|up as one matrix each; the fused
-		// kernels read them as separate ones of the same bytes.
-		qkv, gu := weight(Q+2*KV, H), weight(2*F, H)
-		sub := func(w *Tensor, row, rows int) *Tensor {
-			return &Tensor{ptr: w.ptr + driver.DevPtr(2*row*w.cols), rows: rows, cols: w.cols, dt: backend.BF16}
-		}
-		ls = append(ls, layer{q: sub(qkv, 0, Q), k: sub(qkv, Q, KV), v: sub(qkv, Q+KV, KV), o: weight(H, Q), g: sub(gu, 0, F), u: sub(gu, F, F),
-			d: weight(H, F), qkv: qkv, gu: gu})
-	}
-	head := weight(V, H)
-	f32buf := func(n int, bits uint32) driver.DevPtr {
-		p := alloc(uint64(4 * n))
-		b.memset(p, bits, n)
-		return p
-	}
-	x := f32buf(max(H, F), 0x3c23d70a)
-	nw := f32buf(max(H, F), 0x3f800000)
-	hbuf := f32buf(max(H, F), 0)
-	outs := [3]driver.DevPtr{f32buf(V, 0), f32buf(V, 0), f32buf(V, 0)}
-	b.sync()
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	res := map[string]any{"device": b.Name()}
-	// graphTime captures enqueue() as a graph and returns the median of
-	// 7 replays after 3.
-	graphTime := func(enqueue func()) time.Duration {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if !b.bind() {
-			t.Fatal(b.err)
-		}
-		if err := b.drv.BeginCapture(b.stream); err != nil {
-			t.Fatal(err)
-		}
-		enqueue()
-		g, err := b.drv.EndCapture(b.stream)
-		if err != nil || b.err != nil {
-			t.Fatal(err, b.err)
-		}
-		defer b.drv.GraphDestroy(g) //nolint:errcheck
-		e, err := b.drv.GraphInstantiate(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.drv.GraphExecDestroy(e) //nolint:errcheck
-		ev0, _ := b.drv.EventCreate()
-		ev1, _ := b.drv.EventCreate()
-		defer b.drv.EventDestroy(ev0) //nolint:errcheck
-		defer b.drv.EventDestroy(ev1) //nolint:errcheck
-		var ds []time.Duration
-		for i := 0; i < 10; i++ {
-			b.drv.EventRecord(ev0, b.stream) //nolint:errcheck
-			if err := b.drv.GraphLaunch(e, b.stream); err != nil {
-				t.Fatal(err)
-			}
-			b.drv.EventRecord(ev1, b.stream) //nolint:errcheck
-			if err := b.drv.EventSynchronize(ev1); err != nil {
-				t.Fatal(err)
-			}
-			ms, err := b.drv.EventElapsed(ev0, ev1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if i >= 3 {
-				ds = append(ds, time.Duration(float64(ms)*1e6))
-			}
-		}
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return ds[len(ds)/2]
-	}
-	report := func(name string, bytes int64, d time.Duration) {
-		gbs := float64(bytes) / d.Seconds() / 1e9
-		res[name+"_us"] = float64(d.Nanoseconds()) / 1e3
-		res[name+"_GBps"] = gbs
-		fmt.Printf("pchain bench %-28s %9.1f µs  %6.0f GB/s  (%.2f GB)\n", name, float64(d.Nanoseconds())/1e3, gbs, float64(bytes)/1e9)
-	}
-	var layerBytes int64 = 2 * int64(H) * int64(Q+2*KV+Q+2*F) // q|k|v, o, gate|up
-	layerBytes += 2 * int64(F) * int64(H)                     // down
-	headBytes := 2 * int64(V) * int64(H)
+	pb := newProdBench(t, b)
+	defer pb.close()
+	ls, head, x, alloc := pb.ls, pb.head, pb.x, pb.alloc
+	graphTime, report, gemvf := pb.graphTime, pb.report, pb.gemvf
+	const H, Q, KV, F, V, L = pbH, pbQ, pbKV, pbF, pbV, pbL
+	layerBytes, headBytes := pb.layerBytes(), pb.headBytes()
 	// (1) The engine's fused products, a launch each (PDL as in decode).
-	gemvf := func(lm bool, layers int) func() {
-		return func() {
-			for l := 0; l < layers; l++ {
-				y := ls[l]
-				q := pending{kind: pendGemv, n: 3, x: hbuf, T: 1, I: H, norm: true, epi: epiNone, nrm: normOp{x: x, w: nw, out: hbuf, rows: 1, n: H, eps: 1e-6}}
-				q.jobs[0], q.jobs[1], q.jobs[2] = gemvJob{outs[0], y.q, Q}, gemvJob{outs[1], y.k, KV}, gemvJob{outs[2], y.v, KV}
-				b.launchGemvf(&q)
-				o := pending{kind: pendGemv, n: 1, x: outs[0], T: 1, I: Q, epi: epiResid, aux: x, sum: x}
-				o.jobs[0] = gemvJob{outs[1], y.o, H}
-				b.launchGemvf(&o)
-				gu := pending{kind: pendGemv, n: 2, x: hbuf, T: 1, I: H, norm: true, epi: epiSwiGLU, aux: outs[2], nrm: normOp{x: x, w: nw, out: hbuf, rows: 1, n: H, eps: 1e-6}}
-				gu.jobs[0], gu.jobs[1] = gemvJob{outs[0], y.g, F}, gemvJob{outs[1], y.u, F}
-				b.launchGemvf(&gu)
-				d := pending{kind: pendGemv, n: 1, x: outs[2], T: 1, I: F, epi: epiResid, aux: x, sum: x}
-				d.jobs[0] = gemvJob{outs[1], y.d, H}
-				b.launchGemvf(&d)
-			}
-			if lm {
-				h := pending{kind: pendGemv, n: 1, x: hbuf, T: 1, I: H, norm: true, epi: epiNone, nrm: normOp{x: x, w: nw, out: hbuf, rows: 1, n: H, eps: 1e-6}}
-				h.jobs[0] = gemvJob{outs[0], head, V}
-				b.launchGemvf(&h)
-			}
-		}
-	}
 	report("gemvf_layers_head", int64(L)*layerBytes+headBytes, graphTime(gemvf(true, L)))
 	report("gemvf_head", headBytes, graphTime(gemvf(true, 0)))
 	report("gemvf_layers_head_again", int64(L)*layerBytes+headBytes, graphTime(gemvf(true, L)))
@@ -483,14 +361,9 @@ func TestPchainBench(t *testing.T) {
 		b.sync()
 		if n := c.stuck(t, b); n != 0 {
 			t.Errorf("%s: %d blocks gave up at a barrier: its figures are void", pk.name, n)
-			res["pchain_"+pk.name+"_stuck"] = n
+			pb.res["pchain_"+pk.name+"_stuck"] = n
 		}
 	}
 	report("gemvf_layers_head_last", int64(L)*layerBytes+headBytes, graphTime(gemvf(true, L)))
-	if out := os.Getenv("INFERNIX_BENCH_OUT"); out != "" {
-		data, _ := json.MarshalIndent(res, "", "  ")
-		if err := os.WriteFile(out, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pb.writeJSON()
 }
