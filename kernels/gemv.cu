@@ -411,6 +411,12 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #define GF_CHAIN_LD 0
 #endif
 __device__ __forceinline__ float4 gf_ldx(const float* p) { return GF_CHAIN_LD ? *(const float4*)p : __ldg((const float4*)p); }
+// GF_NOPRE=1 (an experiment, TestChainBench): a warp's first weights are
+// loaded after PDL_WAIT (or the chain's wait) rather than before it.
+// Changes no result.
+#ifndef GF_NOPRE
+#define GF_NOPRE 0
+#endif
 #define GF_MULTI 0
 #define GF_SWIGLU 1
 #define GF_RESID 2
@@ -713,14 +719,17 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
   {
     constexpr int U = MODE == GF_RESID ? GF_UR : GF_U;
     uint4 wv[U][2];
+    auto first_loads = [&]() {
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int i = k0 + lane * 8 + u * 256;
-      if (i < k1) {
-        wv[u][0] = ld_stream(wr0 + i);
-        if (TWO) wv[u][1] = ld_stream(wr1 + i);
+      for (int u = 0; u < U; u++) {
+        const int i = k0 + lane * 8 + u * 256;
+        if (i < k1) {
+          wv[u][0] = ld_stream(wr0 + i);
+          if (TWO) wv[u][1] = ld_stream(wr1 + i);
+        }
       }
-    }
+    };
+    if (!GF_NOPRE) first_loads();
     if (GF_L2PF) {
       // 64 elements (128 bytes) a line, from past the chunks just loaded.
       for (int i = k0 + U * 256 + lane * 64; i < k1; i += 32 * 64) {
@@ -733,6 +742,7 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
     } else {
       PDL_ENTRY();
     }
+    if (GF_NOPRE) first_loads();
     for (int i0 = k0 + lane * 8;;) {
       // GF_PIPE: the next U chunks are requested before this U are used, so
       // a warp always has loads in flight (otherwise it issues, waits, adds).

@@ -180,8 +180,12 @@ __device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ void chain_enter(const unsigned* c, unsigned target, unsigned sleepNs) {
-  PDL_LAUNCH();
+// flags: the sleep in ns (low 16 bits); CHAIN_LATE: the next launch is
+// not let in early (PDL's trigger at exit: the control).
+#define CHAIN_LATE 0x10000u
+__device__ __forceinline__ void chain_enter(const unsigned* c, unsigned target, unsigned flags) {
+  if (!(flags & CHAIN_LATE)) PDL_LAUNCH();
+  const unsigned sleepNs = flags & 0xffffu;
   if (threadIdx.x == 0 && threadIdx.y == 0) {
     while (ld_acquire_u32(c) < target) {
       if (sleepNs) __nanosleep(sleepNs);

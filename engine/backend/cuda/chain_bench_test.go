@@ -16,6 +16,10 @@ import (
 // head's outputs must be bit-identical whatever the ordering: a launch
 // that read its input before it was written, or a grid that overwrote
 // what the one before it still read, would change them.
+// chainLate is kernels/prelude.cuh CHAIN_LATE: a chained launch lets the
+// next one in only at exit.
+const chainLate = 0x10000
+
 func TestChainBench(t *testing.T) {
 	if os.Getenv("INFERNIX_BENCH_CHAIN") == "" {
 		t.Skip("set INFERNIX_BENCH_CHAIN=1")
@@ -71,6 +75,12 @@ func TestChainBench(t *testing.T) {
 			t.Errorf("%s: %d of %d outputs differ from the PDL-ordered products'", name, diff, len(got))
 		}
 		pb.res[name+"_identical"] = equalBits(got, ref)
+	}
+	// The control: the chain's counter, the next launch let in at exit as
+	// PDL lets it (chainLate).
+	pb.report("chain_late_sleep32", total, pb.graphTime(run(32|chainLate)))
+	if got := outputs(); !equalBits(got, ref) {
+		t.Errorf("chain_late_sleep32: outputs differ from the PDL-ordered products'")
 	}
 	pb.report("pdl_again", total, pb.graphTime(run(-1)))
 	if got := outputs(); !equalBits(got, ref) {

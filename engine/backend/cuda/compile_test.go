@@ -75,7 +75,7 @@ func TestKernelsCompile(t *testing.T) {
 				job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}},
 				// The launch chain's plain activation loads and the weights'
 				// L2 hints (TestChainBench, the bench's defines).
-				job{m, []string{"GF_CHAIN_LD=1"}}, job{m, []string{"LD_HINT=1"}}, job{m, []string{"LD_HINT=2"}})
+				job{m, []string{"GF_CHAIN_LD=1"}}, job{m, []string{"GF_NOPRE=1"}}, job{m, []string{"LD_HINT=1"}}, job{m, []string{"LD_HINT=2"}})
 			// The fused products' variants (gemvf_variant.go) the bench measures.
 			// INFERNIX_COMPILE_GEMVF="GF_MINB=6;GF_KSS=2": others too
 			// (with INFERNIX_PTXAS_VERBOSE, their registers and spills).
