@@ -302,8 +302,8 @@ __device__ __forceinline__ void decode_load(u16* st, const u16* __restrict__ kc,
   for (int c = threadIdx.x; c < (ZERO ? TP : rows) * DG; c += NTD) {
     const int row = c / DG, cg = c % DG, col = kv_col<SWZ>(row, cg) * 8;
     if (!ZERO || row < rows) {
-      cp_async16_stream(smem_addr(st + row * LD + col), kc + base + (long)row * HD + cg * 8);
-      cp_async16_stream(smem_addr(st + TP * LD + row * LD + col), vc + base + (long)row * HD + cg * 8);
+      cp_async16(smem_addr(st + row * LD + col), kc + base + (long)row * HD + cg * 8);
+      cp_async16(smem_addr(st + TP * LD + row * LD + col), vc + base + (long)row * HD + cg * 8);
     } else {
       *(uint4*)(st + TP * LD + row * LD + col) = make_uint4(0, 0, 0, 0);
     }
@@ -330,8 +330,8 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 #pragma unroll
   for (int i = 0; i < TP / RS; i++) {
     if (r0 + i * RS < rows) {
-      cp_async16_stream(sk + i * RS * KV_LD * 2, gk + i * RS * HD);
-      cp_async16_stream(sk + (TP + i * RS) * KV_LD * 2, gv + i * RS * HD);
+      cp_async16(sk + i * RS * KV_LD * 2, gk + i * RS * HD);
+      cp_async16(sk + (TP + i * RS) * KV_LD * 2, gv + i * RS * HD);
     } else {
       *(uint4*)(zv + i * RS * KV_LD) = make_uint4(0, 0, 0, 0);
     }

@@ -403,20 +403,6 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_TIMING
 #define GF_TIMING 0
 #endif
-// GF_CHAIN_LD=1: the activations are read with plain loads rather than
-// the read-only path, which assumes data no other grid writes while this
-// one runs (in a launch chain the previous grid still runs when this one
-// starts). Changes no result.
-#ifndef GF_CHAIN_LD
-#define GF_CHAIN_LD 0
-#endif
-__device__ __forceinline__ float4 gf_ldx(const float* p) { return GF_CHAIN_LD ? *(const float4*)p : __ldg((const float4*)p); }
-// GF_NOPRE=1 (an experiment, TestChainBench): a warp's first weights are
-// loaded after PDL_WAIT (or the chain's wait) rather than before it.
-// Changes no result.
-#ifndef GF_NOPRE
-#define GF_NOPRE 0
-#endif
 #define GF_MULTI 0
 #define GF_SWIGLU 1
 #define GF_RESID 2
@@ -444,11 +430,6 @@ struct GemvP {
   // Plain kernels: how many blocks the product has when more than the grid
   // (gemvf), else 0.
   int nvb;
-  // The launch chain (prelude.cuh chain_enter; plain kernels only): the
-  // counter of finished blocks, or 0 for PDL_WAIT; the count this launch
-  // waits for; thread 0's sleep between polls.
-  unsigned* chain;
-  unsigned target, sleepNs;
 };
 #define GF_SLOT(R) (GW_BLOCK_ROWS * (R) + (R))
 #define GF_CNT_MAX 32768
@@ -556,8 +537,8 @@ __device__ __forceinline__ void gemvf_add(const GemvP& p, uint4 w0, uint4 w1, in
 #pragma unroll
   for (int r = 0; r < R; r++) {
     if (r < T) {
-      const float4 a = gf_ldx(p.x + (long)r * I + i);
-      const float4 b = gf_ldx(p.x + (long)r * I + i + 4);
+      const float4 a = __ldg((const float4*)(p.x + (long)r * I + i));
+      const float4 b = __ldg((const float4*)(p.x + (long)r * I + i + 4));
       float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
       if (NORM) {
 #pragma unroll
@@ -697,11 +678,7 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
     if (warp == 0) {
       for (int c = 0; c < GF_TS - 1 && c < nch; c++) issue(c);
     }
-    if (p.chain != 0) {
-      if (first) chain_enter(p.chain, p.target, p.sleepNs);
-    } else {
-      PDL_ENTRY();
-    }
+    PDL_ENTRY();
     for (int c = 0; c < nch; c++) {
       __syncthreads();  // every warp is done with chunk c − 1: its stage may be refilled
       if (warp == 0 && c + GF_TS - 1 < nch) issue(c + GF_TS - 1);
@@ -719,17 +696,14 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
   {
     constexpr int U = MODE == GF_RESID ? GF_UR : GF_U;
     uint4 wv[U][2];
-    auto first_loads = [&]() {
 #pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int i = k0 + lane * 8 + u * 256;
-        if (i < k1) {
-          wv[u][0] = ld_stream(wr0 + i);
-          if (TWO) wv[u][1] = ld_stream(wr1 + i);
-        }
+    for (int u = 0; u < U; u++) {
+      const int i = k0 + lane * 8 + u * 256;
+      if (i < k1) {
+        wv[u][0] = ld_stream(wr0 + i);
+        if (TWO) wv[u][1] = ld_stream(wr1 + i);
       }
-    };
-    if (!GF_NOPRE) first_loads();
+    }
     if (GF_L2PF) {
       // 64 elements (128 bytes) a line, from past the chunks just loaded.
       for (int i = k0 + U * 256 + lane * 64; i < k1; i += 32 * 64) {
@@ -737,12 +711,7 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
         if (TWO) prefetch_l2(wr1 + i);
       }
     }
-    if (!WIDE && p.chain != 0) {
-      if (first) chain_enter(p.chain, p.target, p.sleepNs);
-    } else {
-      PDL_ENTRY();
-    }
-    if (GF_NOPRE) first_loads();
+    PDL_ENTRY();
     for (int i0 = k0 + lane * 8;;) {
       // GF_PIPE: the next U chunks are requested before this U are used, so
       // a warp always has loads in flight (otherwise it issues, waits, adds).
@@ -890,7 +859,6 @@ __device__ __forceinline__ void gemvf(const GemvP& p) {
   }
   const int nvb = max(p.nvb, (int)gridDim.x);
   for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x) gemvf_vb<R, NORM, MODE, 0>(p, vb, vb == (int)blockIdx.x);
-  if (p.chain != 0) chain_leave(p.chain);
 }
 
 // The wide kernels without the norm prologue (o_proj, down) are held to 64

@@ -71,31 +71,11 @@ template <> __device__ __forceinline__ void kv_unpack8<DT_BF16>(uint4 u, float* 
 template <> __device__ __forceinline__ void kv_unpack8<DT_F16>(uint4 u, float* f) { unpack_f16x8(u, f); }
 
 // Streaming 16-byte load of weights read once: read-only path, no L1
-// allocation, so that the activations stay in L1. LD_HINT (an experiment,
-// INFERNIX_CUDA_DEFINES): 1 also marks the lines first to leave L2, so
-// that a step's small data read again (the attention's positions, block
-// tables and RoPE rows, the activations) is not evicted by the ~400 MB of
-// weights a layer streams through it; 2 as 1 and asks L2 for 256-byte
-// sectors. Changes no result.
-#ifndef LD_HINT
-#define LD_HINT 0
-#endif
+// allocation, so that the activations stay in L1.
 __device__ __forceinline__ uint4 ld_stream(const void* p) {
   uint4 r;
-  if (LD_HINT != 0) {
-    u64 pol;  // one L1 and one L2 priority per load: L2's through a policy
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-    if (LD_HINT == 1) {
-      asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-          : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(pol));
-    } else {
-      asm("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-          : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(pol));
-    }
-  } else {
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-  }
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
   return r;
 }
 
@@ -162,45 +142,6 @@ template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i,
   do {                                 \
     if (PDL_TRIGGER == 1) PDL_LAUNCH(); \
   } while (0)
-
-// The launch chain (an experiment, INFERNIX_BENCH_CHAIN): consecutive
-// launches of a graph that order themselves through one counter of
-// finished blocks instead of PDL_WAIT. A launch lets the next one start at
-// once (so its blocks take SM slots as this grid's free, and load their
-// first weights), waits in thread 0 until the counter reaches target (the
-// blocks of every launch before it in the chain), and each block adds 1 as
-// its last act. Safe from deadlock: the next grid launches only once every
-// block of this one has triggered, so a waiting block never holds a slot a
-// block it waits for needs. Why: run 20's step timeline has each launch's
-// first block enter ~1 µs after the previous launch's last exit (PDL's
-// trigger at exit), and early triggers with PDL_WAIT measured slower
-// (runs 14, 20, 22, 24): whether a counter releases a waiting grid sooner.
-__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-// flags: the sleep in ns (low 16 bits); CHAIN_LATE: the next launch is
-// not let in early (PDL's trigger at exit: the control).
-#define CHAIN_LATE 0x10000u
-__device__ __forceinline__ void chain_enter(const unsigned* c, unsigned target, unsigned flags) {
-  if (!(flags & CHAIN_LATE)) PDL_LAUNCH();
-  const unsigned sleepNs = flags & 0xffffu;
-  if (threadIdx.x == 0 && threadIdx.y == 0) {
-    while (ld_acquire_u32(c) < target) {
-      if (sleepNs) __nanosleep(sleepNs);
-    }
-    __threadfence();
-  }
-  __syncthreads();
-}
-__device__ __forceinline__ void chain_leave(unsigned* c) {
-  __syncthreads();  // every thread's writes are done
-  if (threadIdx.x == 0 && threadIdx.y == 0) {
-    __threadfence();
-    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(c) : "memory");
-  }
-}
 
 __device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }
 
@@ -329,17 +270,6 @@ __device__ __forceinline__ u32 smem_addr(const void* p) {
 }
 __device__ __forceinline__ void cp_async16(u32 dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src));
-}
-// cp_async16 of data read once (the decode attention's K/V tiles): with
-// LD_HINT, marked first to leave L2 as ld_stream's weights are.
-__device__ __forceinline__ void cp_async16_stream(saddr_t dst, const void* src) {
-  if (LD_HINT != 0) {
-    u64 pol;
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "l"(pol));
-  } else {
-    cp_async16(dst, src);
-  }
 }
 // Hopper's bulk copy (1-D TMA) and the mbarriers that count its bytes
 // (gemv.cu's GF_TMA; compiled only where a module asks for them, so that

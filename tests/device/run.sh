@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench pchain chain gemvtime attntime steptime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -98,22 +98,9 @@ group bench 300 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" 
 # (kernels/pchain.cu, an experiment): TestPchain checks it against float64
 # on a layer's products, TestPchainBench times Qwen3-8B's 36 layers of
 # products and the LM head as the engine's fused kernels and as the chain
-# (one launch, a launch a layer), each variant; lines "pchain bench ..." in
+# (one launch, a launch a layer), each variant; lines "product bench ..." in
 # the log, figures in $out/pchain.json.
 group pchain 300 env INFERNIX_BENCH_PCHAIN=1 INFERNIX_BENCH_OUT="$out/pchain.json" "$T" -test.v -test.run 'TestPchain' -test.timeout 290s
-# chain (not in the default groups): the decode products as one graph,
-# ordered by PDL and by the launch chain (kernels/prelude.cuh chain_enter),
-# outputs compared bit for bit (TestChainBench); lines "product bench ..."
-# in the log, figures in $out/chain.json; CHAIN_DEFINES (';' between
-# processes) runs it again with each entry's INFERNIX_CUDA_DEFINES.
-group chain 120 env INFERNIX_BENCH_CHAIN=1 INFERNIX_BENCH_OUT="$out/chain.json" "$T" -test.v -test.run 'TestChainBench' -test.timeout 110s
-if [ -n "${CHAIN_DEFINES:-}" ] && [[ " $groups " == *" chain "* ]]; then
-  IFS=';' read -r -a chain_specs <<< "$CHAIN_DEFINES"
-  for i in "${!chain_specs[@]}"; do
-    echo "chain defines [${chain_specs[$i]}]" >> "$log"
-    group chain 120 env INFERNIX_CUDA_DEFINES="${chain_specs[$i]}" INFERNIX_BENCH_CHAIN=1 INFERNIX_BENCH_OUT="$out/chain$i.json" "$T" -test.v -test.run 'TestChainBench' -test.timeout 110s
-  done
-fi
 # gemvtime (not in the default groups): each decode product of Qwen3-8B
 # alone with GF_TIMING, its warps' timeline summarised (ramp, first-load
 # latency, when the warps end, the tail); lines "gemv timing ..." in the log,

@@ -126,14 +126,6 @@ type Backend struct {
 	hostMeta, hostOffs []int32
 
 	g graphState
-
-	// The launch chain (kernels/prelude.cuh chain_enter; an experiment of
-	// TestChainBench): while chain is set, the plain fused products order
-	// themselves through that counter of finished blocks instead of PDL;
-	// chainTarget counts the blocks launched into the chain so far.
-	chain       driver.DevPtr
-	chainTarget uint32
-	chainSleep  uint32
 }
 
 // maxArgs is the most 64-bit parameter slots a launch takes (struct

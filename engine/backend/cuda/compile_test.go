@@ -54,8 +54,6 @@ func TestKernelsCompile(t *testing.T) {
 				// The fold's opt-in placements (ATTN_EARLY, DEFER_LATE,
 				// MS_TRIGGER), timed.
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_EARLY=1", "DEFER_LATE=1", "MS_TRIGGER=0", "STEP_TIMING=1"}})
-				// The K/V tiles' L2 hint (LD_HINT, the bench's defines).
-				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "LD_HINT=1"}})
 			} else {
 				jobs = append(jobs, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=32", "G=4"}})
 			}
@@ -72,10 +70,7 @@ func TestKernelsCompile(t *testing.T) {
 			}
 		case "gemv.cu":
 			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}}, job{m, []string{"GF_L2PF=1"}}, job{m, []string{"GF_TIMING=1"}},
-				job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}},
-				// The launch chain's plain activation loads and the weights'
-				// L2 hints (TestChainBench, the bench's defines).
-				job{m, []string{"GF_CHAIN_LD=1"}}, job{m, []string{"GF_NOPRE=1"}}, job{m, []string{"LD_HINT=1"}}, job{m, []string{"LD_HINT=2"}})
+				job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}})
 			// The fused products' variants (gemvf_variant.go) the bench measures.
 			// INFERNIX_COMPILE_GEMVF="GF_MINB=6;GF_KSS=2": others too
 			// (with INFERNIX_PTXAS_VERBOSE, their registers and spills).
@@ -96,7 +91,7 @@ func TestKernelsCompile(t *testing.T) {
 				jobs = append(jobs, job{m, v.defs})
 			}
 		default:
-			jobs = append(jobs, job{m, nil}, job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}}, job{m, []string{"LD_HINT=2"}})
+			jobs = append(jobs, job{m, nil}, job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}})
 		}
 	}
 	for _, j := range jobs {

@@ -408,7 +408,7 @@ func (b *Backend) launchGemvf(q *pending) {
 	ri := gemvIndex(q.T)
 	// The split-K kernels keep two outputs per warp (not with GF_RW=1) and
 	// all of I (not with GF_KS).
-	if kw := b.k.gemvfw[q.epi][norm][ri]; kw != nil && b.gemvWide != 0 && b.chain == 0 && (b.gemvf.rw == 2 || q.epi == epiSwiGLU) && !b.gemvf.splitsK(q.epi) {
+	if kw := b.k.gemvfw[q.epi][norm][ri]; kw != nil && b.gemvWide != 0 && (b.gemvf.rw == 2 || q.epi == epiSwiGLU) && !b.gemvf.splitsK(q.epi) {
 		if S := b.wideSplits(total, q.I, kw.regs); S > 1 && total <= gemvWideCounters {
 			R := [4]int{1, 2, 4, 8}[ri]
 			// struct GemvP: then part (GF_CNT_MAX counters, then
@@ -417,7 +417,7 @@ func (b *Backend) launchGemvf(q *pending) {
 			if !ok {
 				return
 			}
-			var aw [19]uint64 // chain and its target 0: PDL
+			var aw [17]uint64
 			copy(aw[:], a[:])
 			aw[15], aw[16] = ptr(p), pair(i32(S), 0)
 			b.launch(kw, uint32(total*S), 1, 1, 256, 1, 0, aw[:]...)
@@ -436,16 +436,12 @@ func (b *Backend) launchGemvf(q *pending) {
 		}
 		grid, nvb = gemvWaveGrid(total, resident, b.gemvWave)
 	}
-	var at [19]uint64
+	var at [17]uint64
 	copy(at[:], a[:])
 	if b.gemvf.timing {
 		at[15] = ptr(b.gemvfTimeline)
 	}
 	at[16] = pair(0, i32(nvb))
-	if b.chain != 0 {
-		at[17], at[18] = ptr(b.chain), pair(uint64(b.chainTarget), uint64(b.chainSleep))
-		b.chainTarget += uint32(grid)
-	}
 	b.launch(k, uint32(grid), 1, 1, 256, 1, uint32(b.gemvf.smem), at[:]...)
 }
 

@@ -15,7 +15,8 @@ import (
 
 // prodBench holds Qwen3-8B's decode products on random bf16 weights (36
 // layers of q|k|v, o_proj, gate|up, down and the LM head, 15.1 GB) for
-// the benches that time them as graphs (TestPchainBench, TestChainBench).
+// the benches that time them as graphs (TestPchainBench; run 25's
+// TestChainBench, 199f54b, ordered them by a counter of finished blocks).
 type prodBench struct {
 	t       testing.TB
 	b       *Backend
@@ -54,7 +55,7 @@ func newProdBench(t testing.TB, b *Backend) *prodBench {
 		return w.(*Tensor)
 	}
 	for l := 0; l < pbL; l++ {
-		// The chain reads q|k|v and gate|up as one matrix each; the fused
+		// pchain reads q|k|v and gate|up as one matrix each; the fused
 		// kernels read them as separate ones of the same bytes.
 		qkv, gu := weight(pbQ+2*pbKV, pbH), weight(2*pbF, pbH)
 		sub := func(w *Tensor, row, rows int) *Tensor {
@@ -150,8 +151,7 @@ func (pb *prodBench) report(name string, bytes int64, d time.Duration) {
 }
 
 // gemvf returns an enqueue of the engine's fused products, a launch each
-// (PDL as in decode, or the launch chain while b.chain is set): layers
-// layers, then the LM head if lm.
+// (PDL as in decode): layers layers, then the LM head if lm.
 func (pb *prodBench) gemvf(lm bool, layers int) func() {
 	b := pb.b
 	x, nw, hbuf, outs := pb.x, pb.nw, pb.hbuf, pb.outs

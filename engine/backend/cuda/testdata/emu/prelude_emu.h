@@ -92,20 +92,6 @@ inline float4 __ldcg(const float4* p) {
   return float4{f[0], f[1], f[2], f[3]};
 }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-// The launch chain (prelude.cuh): blocks run one after another here, so a
-// chained launch's wait is met by the blocks before it.
-inline unsigned ld_acquire_u32(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-inline void chain_enter(const unsigned* c, unsigned target, unsigned) {
-  if (threadIdx.x == 0) {
-    while (ld_acquire_u32(c) < target) {
-    }
-  }
-  __syncthreads();
-}
-inline void chain_leave(unsigned* c) {
-  __syncthreads();
-  if (threadIdx.x == 0) __atomic_fetch_add(c, 1u, __ATOMIC_RELEASE);
-}
 inline u64 global_ns() { return 1; }
 inline u32 sm_id() { return 0; }
 
@@ -135,7 +121,6 @@ inline void prefetch_l2(const void*) {}
 typedef unsigned char* saddr_t;  // byte offsets add to it, as to the GPU's u32
 inline saddr_t smem_addr(const void* p) { return (saddr_t)p; }
 inline void cp_async16(void* dst, const void* src) { std::memcpy(dst, src, 16); }
-inline void cp_async16_stream(void* dst, const void* src) { cp_async16(dst, src); }
 // Bulk copies land at once; the kernels read a stage only after a block
 // barrier that follows its copy, so the mbarrier waits need do nothing.
 inline u32 dyn_smem_bytes() { return sizeof emu_dyn_smem; }
