@@ -35,8 +35,8 @@ type prodLayer struct{ q, k, v, o, g, u, d, qkv, gu *Tensor }
 
 const (
 	pbH, pbQ, pbKV, pbF, pbV, pbL = 4096, 4096, 1024, 12288, 151936, 36
-	// pbX0 is the residual stream's every element at the start of a
-	// replay (0.01 as f32 bits).
+	// pbX0 is every element of the residual stream as the bench starts
+	// (0.01 as f32 bits).
 	pbX0 = 0x3c23d70a
 )
 
