@@ -428,6 +428,31 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 #ifndef DEFER_LATE
 #define DEFER_LATE 0
 #endif
+// ATTN_DYN=1 (attn_decode_tc_prep with the merge deferred; the host sets
+// it for INFERNIX_CUDA_ATTN_DYN): the grid's depth is a number of blocks
+// per (token, KV head), not of splits, and a split ("unit", chunk
+// positions) goes to whichever block asks first. Block 0 takes the last
+// unit (it stores the new position first, as the last split does), blocks
+// 1… the units before it in order, and where units remain (more than the
+// blocks) each block asks the (token, KV head)'s counter for the next when
+// it requests its current unit's first tile, so that its tiles stream on
+// from one unit to the next without a pause; the partial of each unit is
+// written where its split's would be, from the same tiles added in the
+// same order, so the results are the static splits' bit for bit whatever
+// block took a unit. The count that takes the last ask (every block asks
+// once more than it gets) puts the counter back to zero. Why: at 32K
+// positions the static splits' loops end over ~10 µs (run 19: p10 32.2,
+// p50 37.3, last 41.6 µs), the lateness following the SM and changing from
+// launch to launch, so no static split evens it. Needs chunk ≥ (DSTAGES −
+// 1)·TP where units outnumber blocks (the host's choice), so that a
+// block's first unit holds the tiles it requests before its first
+// barrier.
+#ifndef ATTN_DYN
+#define ATTN_DYN 0
+#endif
+#if ATTN_DYN && (ATTN_NEWROW || ATTN_EARLY)
+#error "ATTN_DYN goes without ATTN_NEWROW and ATTN_EARLY"
+#endif
 
 // One head's split weights exp(m_z − M) into wz[z] and, in every lane,
 // Σ_z l_z·w_z, from the partials at pp (a warp; each lane takes splits
@@ -973,12 +998,16 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   // PDL_WAIT (below), so the wait comes after them.
   constexpr bool preWait = PREP && ATTN_EARLY;
   if (!preWait) PDL_ENTRY();
+  constexpr bool DYN = PREP && !ST && ATTN_DYN && G <= 8;  // (the warps' states of a unit fit in a stage)
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
   const int len = pos[t] + 1;
-  const int start = z * chunk;
+  const int nz = (len + chunk - 1) / chunk;
+  // The block's (first) split: z, or with ATTN_DYN the unit it starts
+  // with (the last for block 0; past the units: none).
+  const int zu = !DYN ? z : z >= nz ? nz : z == 0 ? nz - 1 : z - 1;
+  const int start = zu * chunk;
   const int end = min(start + chunk, len);
   const int ntiles = (end - start + TP - 1) / TP;
-  const int nz = (len + chunk - 1) / chunk;
   const int heads = kvh * G;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gq = lane >> 2, tq = lane & 3;  // mma fragment coordinates
@@ -996,18 +1025,20 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   // ATTN_NEWROW it does so before it loads its tiles; with it, it loads
   // them at once like the other splits, all but the new row, which it
   // writes into the stage from the values it stores (nkv).
-  const bool newrow = PREP && ATTN_NEWROW && z == nz - 1;
+  const bool newrow = PREP && ATTN_NEWROW && zu == nz - 1;
   __shared__ u16 nkv[PREP && ATTN_NEWROW ? 2 * HD : 1];
-  auto load = [&](int it) {  // tile it of the split into its stage
-    const int st = it % DSTAGES, p0 = start + it * TP;
-    const int e = newrow && it == ntiles - 1 ? end - 1 : end;  // the new position is end − 1
+  auto load_at = [&](int st, int p0, int e) {  // the tile of positions p0… (before e) into stage st
     if (TC_FAST) {
       tc_load(sk0 + st * STG * 2, zv0 + st * STG, kc, vc, tab, p0, e, kvh, h, off, r0);
     } else {
       decode_load<NT, 0, true>(kvs + st * STG, kc, vc, tab, p0, e, kvh, h);
     }
   };
-  const bool early = !PREP || ATTN_NEWROW || z != nz - 1;
+  auto load = [&](int it) {  // tile it of the split into its stage
+    const int e = newrow && it == ntiles - 1 ? end - 1 : end;  // the new position is end − 1
+    load_at(it % DSTAGES, start + it * TP, e);
+  };
+  const bool early = !PREP || ATTN_NEWROW || zu != nz - 1;
   if (preWait) {
     if (early && start < len) {
 #pragma unroll
@@ -1030,9 +1061,46 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     }
     return;
   }
+  // ATTN_DYN's stream of units: dunit holds the block's units by their
+  // place in its sequence (mod 4; the first is zu), each written by thread
+  // 0 (publish) before a barrier that precedes its first read. Thread 0
+  // asks for the next unit when the first tile of one is requested; the
+  // loader (issue) moves to the next unit once every tile of one is
+  // requested, the tiles' stages following the stream (ls).
+  __shared__ int dunit[DYN ? 4 : 1];
+  int* const ctr = cnt + (long)t * kvh + h;
+  const bool grabs = DYN && nz > (int)gridDim.z;
+  int ask = 0, askAt = 0;  // thread 0: what its last ask returned, and which unit of the sequence it names (0: none waiting)
+  if (grabs && tid == 0) ask = atomicAdd(ctr, 1), askAt = 1;
+  int lk = 0, lu = zu, lp = start, le = end, lnt = ntiles, lt = 0, ls = 0;
+  auto unit_at = [&](int k) { return grabs ? dunit[k & 3] : -1; };  // the block's k-th unit (k ≥ 1), or −1
+  auto issue = [&]() {                                                  // the stream's next tile, and its group
+    if (lu >= 0 && lt == lnt) {
+      lu = unit_at(++lk);
+      if (lu >= 0) {
+        lp = lu * chunk, le = min(lp + chunk, len), lnt = (le - lp + TP - 1) / TP, lt = 0;
+        if (tid == 0) ask = atomicAdd(ctr, 1), askAt = lk + 1;
+      }
+    }
+    if (lu >= 0) load_at(ls % DSTAGES, lp + TP * lt++, le);
+    cp_async_commit();
+    ls++;
+  };
+  auto publish = [&]() {
+    if (grabs && tid == 0 && askAt != 0) {
+      if (ask == nz - 1) atomicExch(ctr, 0);  // the launch's last ask of this counter
+      const int u = (int)gridDim.z - 1 + ask;
+      dunit[askAt & 3] = u <= nz - 2 ? u : -1;
+      askAt = 0;
+    }
+  };
   if (early && !preWait) {
 #pragma unroll
     for (int i = 0; i < DSTAGES - 1; i++) {
+      if (DYN) {
+        issue();
+        continue;
+      }
       if (i < ntiles) load(i);
       cp_async_commit();
     }
@@ -1051,7 +1119,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
         if (j < HD) qprep[g * HD + j] = v[e];
       }
     }
-    if (z == nz - 1 && warp < 2) {
+    if (zu == nz - 1 && warp < 2) {
       // Warp 0: k (prepared, and written back to its row); warp 1: v.
       float* row = (warp == 0 ? pp->k : (float*)pp->v) + ((long)t * kvh + h) * HD;
       float v[PE];
@@ -1070,11 +1138,16 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
         }
       }
     }
+    if (DYN) publish();
     __syncthreads();  // qprep, and the stored position, before they are read
   }
   if (!early) {
 #pragma unroll
     for (int i = 0; i < DSTAGES - 1; i++) {
+      if (DYN) {
+        issue();
+        continue;
+      }
       if (i < ntiles) load(i);
       cp_async_commit();
     }
@@ -1123,6 +1196,150 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   const saddr_t ka = smem_addr(kvs) + ((warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * KV_LD + (lane >> 4) * 8) * 2;
   const saddr_t va = smem_addr(kvs) + ((TP + warp * 16 + ((lane >> 4) & 1) * 8 + (lane & 7)) * KV_LD + ((lane >> 3) & 1) * 8) * 2;
 
+  // One tile of the stage at byte offset so into o, m and l (not ST):
+  // this warp's 16 positions p0…, those from end on masked.
+  auto tile = [&](u32 so, int p0, int end) {
+    // S = Q·Kᵀ over the warp's 16 positions: two n-tiles of 8.
+    float s[2][4];
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++) {
+      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; kk += 2) {
+        u32 b0, b1, b2, b3;
+        ldsm_x4(kf + so + (nt * 8 * KV_LD + kk * 16) * 2, b0, b1, b2, b3);
+        mma16816<KT>(s[nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b0, b1);
+        if (kk + 1 < HD / 16) mma16816<KT>(s[nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3);
+      }
+    }
+    // Positions past the split's end are masked (only a split's last tile
+    // has any); then the online softmax.
+    if (p0 + 16 <= end) {
+#pragma unroll
+      for (int nt = 0; nt < 2; nt++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) s[nt][e] *= sl2;
+      }
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < 2; nt++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int kp = p0 + nt * 8 + 2 * tq + (e & 1);
+          s[nt][e] = kp < end ? s[nt][e] * sl2 : NEG_INF;
+        }
+      }
+    }
+    online_softmax<2, NO, true>(s, m, l, o);
+    // O += P·V: the two n-tiles of P are one 16-wide k step.
+    const u32 a0 = pack_kt<KT>(s[0][0], s[0][1]), a1 = pack_kt<KT>(s[0][2], s[0][3]);
+    const u32 a2 = pack_kt<KT>(s[1][0], s[1][1]), a3 = pack_kt<KT>(s[1][2], s[1][3]);
+#pragma unroll
+    for (int nd = 0; nd < NO; nd += 2) {
+      u32 b0, b1, b2, b3;
+      ldsm_x4_t(vf + so + nd * 8 * 2, b0, b1, b2, b3);
+      mma16816<KT>(o[nd], a0, a1, a2, a3, b0, b1);
+      mma16816<KT>(o[nd + 1], a0, a1, a2, a3, b2, b3);
+    }
+  };
+
+  // ATTN_TIMING's record of the block (at3: its loop's end; tiles: how
+  // many it added).
+  auto record = [&](u64 at3, bool merged, int tiles) {
+    if (ATTN_TIMING && PREP && tid == 0 && pp->timeline != 0) {
+      u64* tp = pp->timeline + 16 * (((long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
+      tp[0] = at0;
+      tp[1] = at1;
+      tp[2] = at2;
+      tp[3] = at3;
+      tp[4] = global_ns();
+      tp[5] = sm_id() | (u64)merged << 32;
+      tp[6] = tiles;
+      tp[7] = nz;
+      tp[8] = atm[0];
+      tp[9] = atm[1];
+      tp[10] = atm[2];
+    }
+  };
+  if (DYN) {
+    // The units' tiles as one stream (issue keeps DSTAGES − 1 ahead); at
+    // a unit's last tile its partial, through the stage that tile left
+    // (the next load into it is the next iteration's), as the static
+    // splits write theirs below.
+    int ck = 0, cu = zu, cp0 = start, ce = end, cn = ntiles, ct = 0, cs = 0;
+    for (;;) {
+      if (ct == cn) {
+        cu = unit_at(++ck);
+        if (cu < 0) break;
+        cp0 = cu * chunk, ce = min(cp0 + chunk, len), cn = (ce - cp0 + TP - 1) / TP, ct = 0;
+      }
+      issue();
+      cp_async_wait<DSTAGES - 1>();
+      __syncthreads();
+      tile((cs % DSTAGES) * STG * 2, cp0 + ct * TP + warp * 16, ce);
+      publish();
+      __syncthreads();
+      if (ATTN_TIMING && cs == 0) at2 = global_ns();
+      ct++, cs++;
+      if (ct < cn) continue;
+#pragma unroll
+      for (int i = 0; i < 2; i++) {
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+      }
+      // The warps' rows of the G heads only: mw, lw [TCW][16], ow [TCW][G][OW_LD].
+      float* mw = (float*)(kvs + ((cs - 1) % DSTAGES) * STG);
+      float* lw = mw + TCW * 16;
+      float* ow = lw + TCW * 16;
+      constexpr int OW_LD = HD + OW_PAD;
+      static_assert(!DYN || 2 * TCW * 16 + TCW * G * OW_LD <= STG / 2, "ATTN_DYN: a unit's warp states fit in a stage");
+      if (tq == 0) {
+        mw[warp * 16 + gq] = m[0], mw[warp * 16 + gq + 8] = m[1];
+        lw[warp * 16 + gq] = l[0], lw[warp * 16 + gq + 8] = l[1];
+      }
+#pragma unroll
+      for (int nd = 0; nd < NO; nd++) {
+        const int c = nd * 8 + 2 * tq;
+        if (gq < G) *(float2*)(ow + (warp * G + gq) * OW_LD + c) = make_float2(o[nd][0], o[nd][1]);
+        if (gq + 8 < G) *(float2*)(ow + (warp * G + gq + 8) * OW_LD + c) = make_float2(o[nd][2], o[nd][3]);
+      }
+      __syncthreads();
+      for (int i = tid; i < G * HD; i += NT) {
+        const int g = i / HD, d = i - g * HD;
+        float M = NEG_INF;
+#pragma unroll
+        for (int w = 0; w < TCW; w++) M = fmaxf(M, mw[w * 16 + g]);
+        float L = 0.f, O = 0.f;
+#pragma unroll
+        for (int w = 0; w < TCW; w++) {
+          const float mv = mw[w * 16 + g];
+          const float f = mv == NEG_INF ? 0.f : exp2f(mv - M);
+          L = fmaf(f, lw[w * 16 + g], L);
+          O = fmaf(f, ow[(w * G + g) * OW_LD + d], O);
+        }
+        const int hh = h * G + g;
+        if (nz == 1) {
+          out[((long)t * heads + hh) * HD + d] = O / L;
+        } else {
+          float* pz = part + (((long)t * heads + hh) * zmax + cu) * PART_LD;
+          pz[d] = O;
+          if (d == 0) {
+            pz[HD] = M * 0.6931471805599453f;  // natural units, as attn_decode's partials
+            pz[HD + 1] = L;
+          }
+        }
+      }
+      __syncthreads();  // the stage is read before the next load into it
+#pragma unroll
+      for (int nd = 0; nd < NO; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
+      m[0] = m[1] = NEG_INF, l[0] = l[1] = 0.f;
+    }
+    cp_async_wait<0>();
+    const u64 at3 = ATTN_TIMING ? global_ns() : 0;
+    PDL_LATE();
+    record(at3, false, cs);
+    return;
+  }
   for (int it = 0; it < ntiles; it++) {
     if (it + DSTAGES - 1 < ntiles) load(it + DSTAGES - 1);
     cp_async_commit();
@@ -1192,48 +1409,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       __syncthreads();  // the stage is overwritten by the load issued next iteration
       continue;
     }
-    // S = Q·Kᵀ over the warp's 16 positions: two n-tiles of 8.
-    float s[2][4];
-#pragma unroll
-    for (int nt = 0; nt < 2; nt++) {
-      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < HD / 16; kk += 2) {
-        u32 b0, b1, b2, b3;
-        ldsm_x4(kf + so + (nt * 8 * KV_LD + kk * 16) * 2, b0, b1, b2, b3);
-        mma16816<KT>(s[nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b0, b1);
-        if (kk + 1 < HD / 16) mma16816<KT>(s[nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3);
-      }
-    }
-    // Positions past the split's end are masked (only a split's last tile
-    // has any); then the online softmax.
-    if (p0 + 16 <= end) {
-#pragma unroll
-      for (int nt = 0; nt < 2; nt++) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) s[nt][e] *= sl2;
-      }
-    } else {
-#pragma unroll
-      for (int nt = 0; nt < 2; nt++) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int kp = p0 + nt * 8 + 2 * tq + (e & 1);
-          s[nt][e] = kp < end ? s[nt][e] * sl2 : NEG_INF;
-        }
-      }
-    }
-    online_softmax<2, NO, true>(s, m, l, o);
-    // O += P·V: the two n-tiles of P are one 16-wide k step.
-    const u32 a0 = pack_kt<KT>(s[0][0], s[0][1]), a1 = pack_kt<KT>(s[0][2], s[0][3]);
-    const u32 a2 = pack_kt<KT>(s[1][0], s[1][1]), a3 = pack_kt<KT>(s[1][2], s[1][3]);
-#pragma unroll
-    for (int nd = 0; nd < NO; nd += 2) {
-      u32 b0, b1, b2, b3;
-      ldsm_x4_t(vf + so + nd * 8 * 2, b0, b1, b2, b3);
-      mma16816<KT>(o[nd], a0, a1, a2, a3, b0, b1);
-      mma16816<KT>(o[nd + 1], a0, a1, a2, a3, b2, b3);
-    }
+    tile(so, p0, end);
     __syncthreads();  // the stage is overwritten by the load issued next iteration
     if (ATTN_TIMING && it == 0) at2 = global_ns();
   }
@@ -1326,20 +1502,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
     float* qd = (float*)q + ((long)t * heads + (long)h * G) * HD;
     for (int i = tid; i < G * HD; i += NT) qd[i] = qprep[i];
   }
-  if (ATTN_TIMING && PREP && tid == 0 && pp->timeline != 0) {
-    u64* tp = pp->timeline + 16 * (((long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
-    tp[0] = at0;
-    tp[1] = at1;
-    tp[2] = at2;
-    tp[3] = at3;
-    tp[4] = global_ns();
-    tp[5] = sm_id() | (u64)(wrote && !single) << 32;
-    tp[6] = ntiles;
-    tp[7] = nz;
-    tp[8] = atm[0];
-    tp[9] = atm[1];
-    tp[10] = atm[2];
-  }
+  record(at3, wrote && !single, ntiles);
 }
 
 extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc(ATTN_DECODE_ARGS) {
@@ -1436,6 +1599,88 @@ extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __rest
     }
   }
   if (d < HD) out[((long)t * heads + hh) * HD + d] = a / l;
+}
+
+// attn_merge_wide: attn_merge_splits for launches of more than 64 splits'
+// slots (zmax; ATTN_DYN's units at long contexts: 257 of 2 tiles at 32K),
+// one block of MW_NT threads per (query head, token, 32 dims). Every
+// thread requests, at once, its warp's share of the splits' sums of dim
+// blockIdx.z·32 + lane (nz/8 in order, up to MS_BATCH a round) and every
+// MW_NT-th split's max and sum of exponentials; the block reduces the
+// maxima and the sums (warps in order), each warp adds its share with the
+// weights, and warp 0 adds the eight shares in order. Where
+// attn_merge_splits would take a round trip per 32 splits for the weights
+// and per MS_BATCH for the sums, this takes about one. The additions run
+// in another order than attn_merge_splits's: results differ by rounding;
+// a launch's results depend only on nz, so a token gets the same bits
+// whichever block took its units.
+#define MW_NT 256
+extern "C" __global__ void __launch_bounds__(MW_NT) attn_merge_wide(float* __restrict__ out, const float* __restrict__ part,
+                                                                    const int* __restrict__ pos, int heads, int zmax, int chunk) {
+  STEP_TIMER();
+  PDL_ENTRY();
+  constexpr int NW = MW_NT / 32, ZT = (MS_MAXZ + MW_NT - 1) / MW_NT;
+  __shared__ float wz[MS_MAXZ];
+  __shared__ float red[NW][32];
+  __shared__ float rm[NW], rl[NW];
+  const int hh = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int d = blockIdx.z * 32 + lane;
+  const int nz = (pos[t] + chunk) / chunk;  // ceil((pos + 1) / chunk)
+  if (nz == 1) return;
+  const float* pp = part + ((long)t * heads + hh) * zmax * PART_LD;
+  const float* pd = pp + min(d, HD - 1);  // lanes past HD repeat the last dim, not written
+  const int q = (nz + NW - 1) / NW, z0 = warp * q, z1 = min(z0 + q, nz);
+  float pv[MS_BATCH];
+#pragma unroll
+  for (int i = 0; i < MS_BATCH; i++) pv[i] = z0 + i < z1 ? __ldcg(pd + (long)(z0 + i) * PART_LD) : 0.f;
+  float mz[ZT], lz[ZT], m = NEG_INF;
+#pragma unroll
+  for (int j = 0; j < ZT; j++) {
+    const int z = tid + MW_NT * j;
+    mz[j] = z < nz ? __ldcg(pp + (long)z * PART_LD + HD) : NEG_INF;
+    lz[j] = z < nz ? __ldcg(pp + (long)z * PART_LD + HD + 1) : 0.f;
+    m = fmaxf(m, mz[j]);
+  }
+  m = warp_max(m);
+  if (lane == 0) rm[warp] = m;
+  __syncthreads();
+  float M = rm[0];
+#pragma unroll
+  for (int w = 1; w < NW; w++) M = fmaxf(M, rm[w]);
+  float l = 0.f;
+#pragma unroll
+  for (int j = 0; j < ZT; j++) {
+    const int z = tid + MW_NT * j;
+    if (z < nz) {
+      const float w = expf(mz[j] - M);
+      wz[z] = w;
+      l += lz[j] * w;
+    }
+  }
+  l = warp_sum(l);
+  if (lane == 0) rl[warp] = l;
+  __syncthreads();  // wz and rl
+  float a = 0.f;
+#pragma unroll
+  for (int i = 0; i < MS_BATCH; i++) {
+    if (z0 + i < z1) a = fmaf(pv[i], wz[z0 + i], a);
+  }
+  for (int zb = z0 + MS_BATCH; zb < z1; zb += MS_BATCH) {
+#pragma unroll
+    for (int i = 0; i < MS_BATCH; i++) pv[i] = zb + i < z1 ? __ldcg(pd + (long)(zb + i) * PART_LD) : 0.f;
+#pragma unroll
+    for (int i = 0; i < MS_BATCH; i++) {
+      if (zb + i < z1) a = fmaf(pv[i], wz[zb + i], a);
+    }
+  }
+  red[warp][lane] = a;
+  __syncthreads();
+  if (warp == 0) {
+    float L = rl[0], A = red[0][lane];
+#pragma unroll
+    for (int w = 1; w < NW; w++) L += rl[w], A += red[w][lane];
+    if (d < HD) out[((long)t * heads + hh) * HD + d] = A / L;
+  }
 }
 
 #if G <= 8

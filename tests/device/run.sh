@@ -78,7 +78,7 @@ T=$root/bin/cuda/cuda.test
 group driver 60 "$root/bin/cuda/driver.test" -test.v
 group ops 300 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestMoEGrouped|TestFused|TestHostCopies|TestKVBlockCopy|TestSampleRows|TestShadow|TestGemvfVariants'
 group attention 300 "$T" -test.v -test.run 'TestAttention|TestDecodeSplits'
-group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestModelSkinny|TestGraphsMatchEager|TestFixtures|TestAttnPrepFold'
+group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestModelSkinny|TestGraphsMatchEager|TestFixtures|TestAttnPrepFold|TestAttnDyn'
 # fixvar: the fixtures again with one part switched back at a time (bisects a
 # precision change): unfused operators, the old decode attention kernels.
 group fixvar 60 env INFERNIX_CUDA_FUSE=0 "$T" -test.v -test.run 'TestFixtures'

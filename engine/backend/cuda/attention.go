@@ -45,6 +45,11 @@ func (d kvDType) define() string { return [...]string{"KVDT=DT_BF16", "KVDT=DT_F
 // kernels/attention.cu).
 const mergeSplitsMax = 1024
 
+// mergeNarrowMax is the most splits' slots a launch of attn_merge_splits
+// takes; more go to attn_merge_wide, which requests them in about one
+// round trip instead of one per 32 (kernels/attention.cu).
+const mergeNarrowMax = 64
+
 // kvDTypeFromEnv parses INFERNIX_CUDA_KV: "" or "f16" (the default), or
 // "bf16"; false for anything else (which keeps f16). f16 carries 11
 // significant bits to bf16's 8 in the same two bytes: on the H200 (run 10)
@@ -171,6 +176,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 	// is held, which must happen before the fusion decision below.
 	var part, cnt driver.DevPtr
 	chunk, zmax, clusterZ := 0, 0, 0
+	dynChunk, dynZ, dynBlocks := 0, 0, 0 // the fold's units handed out (ATTN_DYN), where used
 	var decodeK *kernel
 	decodeSmem, decodeNT := 0, 0
 	if !usePrefill {
@@ -201,12 +207,15 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			if deep {
 				decodeNT = 256
 			}
+			if b.attnDyn > 0 && dk == ak.decodeTC && G <= 8 && b.attnDefer && ak.mergeSplits != nil && clusterZ == 0 {
+				dynChunk, dynZ, dynBlocks = b.dynUnits(m.maxLen, T, kvh, c.spec.Blocks, perSM)
+			}
 			if cnt, ok = b.attnCounters(T * kvh); !ok {
 				return
 			}
 		}
 		// Rows of PART_LD = hd + 4 floats (kernels/attention.cu).
-		if part, ok = b.scratchPtr(scrAttn, uint64(T*heads*zmax*(hd+4)*4)); !ok {
+		if part, ok = b.scratchPtr(scrAttn, uint64(T*heads*max(zmax, dynZ)*(hd+4)*4)); !ok {
 			return
 		}
 	}
@@ -220,6 +229,11 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		// The prep folded into the decode attention (struct DecodePrepP
 		// in kernels/attention.cu): no block of the launch reads a
 		// position that another stores.
+		gridZ := zmax
+		if dynChunk > 0 { // the units handed out: dynBlocks blocks a (token, KV head) take dynZ partials' slots
+			chunk, zmax, gridZ = dynChunk, dynZ, dynBlocks
+			b.dynRuns++
+		}
 		var a [21]uint64
 		a[0], a[1], a[2], a[3], a[4], a[5] = ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(part), ptr(cnt)
 		a[6], a[7], a[8], a[9], a[10] = ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), ptr(kk.ptr), ptr(vv.ptr)
@@ -242,9 +256,13 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		if deferMerge {
 			a[20] = 1
 		}
-		b.launch(foldK, uint32(kvh), uint32(T), uint32(zmax), uint32(decodeNT), 1, uint32(decodeSmem), a[:]...)
+		b.launch(foldK, uint32(kvh), uint32(T), uint32(gridZ), uint32(decodeNT), 1, uint32(decodeSmem), a[:]...)
 		if deferMerge {
-			b.launch(ak.mergeSplits, uint32(heads), uint32(T), uint32((hd+31)/32), 32, 1, 0,
+			mk, nt := ak.mergeSplits, uint32(32)
+			if zmax > mergeNarrowMax && ak.mergeWide != nil {
+				mk, nt = ak.mergeWide, 256 // MW_NT
+			}
+			b.launch(mk, uint32(heads), uint32(T), uint32((hd+31)/32), nt, 1, 0,
 				ptr(o.ptr), ptr(part), ptr(m.pos), i32(heads), i32(zmax), i32(chunk))
 		}
 		return
@@ -335,6 +353,37 @@ func (b *Backend) decodeSplits(maxLen, T, kvh, poolBlocks, maxSplits, perSM int,
 	}
 	poolSplits := (poolBlocks + tps - 1) / tps
 	return tps * 64, min(zmax, max(nz, poolSplits))
+}
+
+// dynUnits picks the folded decode attention's units when they are handed
+// out (INFERNIX_CUDA_ATTN_DYN, ATTN_DYN in kernels/attention.cu) for a
+// batch whose longest context is maxLen: units of b.attnDyn tiles (doubled
+// until attn_merge_splits takes them all), partials' slots for a
+// power-of-two bucket of them (so that a growing decode keeps its graph),
+// and the blocks a (token, KV head) gets, which fill the GPU once (perSM a
+// SM). None (0) where the units would not outnumber the blocks: the static
+// splits (decodeSplits) serve there, one split a block.
+func (b *Backend) dynUnits(maxLen, T, kvh, poolBlocks, perSM int) (chunk, zmax, blocks int) {
+	target := b.attnBlocks
+	if target <= 0 {
+		target = perSM * b.smCount
+	}
+	blocks = max(1, target/(kvh*T))
+	tiles := (maxLen + 63) / 64
+	u := b.attnDyn
+	if tiles <= u*blocks {
+		return 0, 0, 0
+	}
+	for (tiles+u-1)/u > mergeSplitsMax {
+		u *= 2
+	}
+	nu := (tiles + u - 1) / u
+	zmax = 1
+	for zmax < nu {
+		zmax *= 2
+	}
+	poolUnits := (poolBlocks + u - 1) / u
+	return u * 64, min(zmax, max(nu, poolUnits)), blocks
 }
 
 // clusterKey is a kernel and a cluster size.

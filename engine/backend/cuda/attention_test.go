@@ -160,6 +160,43 @@ func TestDecodeSplits(t *testing.T) {
 	}
 }
 
+// TestDynUnits: where the folded attention hands out its units
+// (INFERNIX_CUDA_ATTN_DYN), they outnumber the blocks, hold at least the 2
+// tiles a block requests at once, fit attn_merge_splits and their slots,
+// and the launch changes only at power-of-two buckets as a context grows;
+// elsewhere the static splits serve.
+func TestDynUnits(t *testing.T) {
+	for _, c := range []struct{ T, kvh, u, perSM int }{{1, 8, 2, 2}, {1, 8, 4, 2}, {16, 8, 2, 2}, {2, 2, 3, 2}, {1, 1, 2, 2}} {
+		b := &Backend{smCount: 132, attnDyn: c.u}
+		changes, prev := 0, [3]int{}
+		for maxLen := 1; maxLen <= 140000; maxLen++ {
+			chunk, zmax, blocks := b.dynUnits(maxLen, c.T, c.kvh, 4000, c.perSM)
+			if cur := [3]int{chunk, zmax, blocks}; cur != prev {
+				changes++
+				prev = cur
+			}
+			tiles := (maxLen + 63) / 64
+			if chunk == 0 {
+				if want := max(1, c.perSM*132/(c.kvh*c.T)); tiles > c.u*want {
+					t.Fatalf("%+v maxLen %d: static splits for %d tiles, %d blocks", c, maxLen, tiles, want)
+				}
+				continue
+			}
+			nu := (maxLen + chunk - 1) / chunk
+			if chunk%64 != 0 || chunk < 64*c.u || nu <= blocks || nu > zmax || zmax > mergeSplitsMax || blocks*c.T*c.kvh > c.perSM*132 {
+				t.Fatalf("%+v maxLen %d: chunk %d, zmax %d, %d blocks, %d units", c, maxLen, chunk, zmax, blocks, nu)
+			}
+		}
+		if changes > 24 {
+			t.Errorf("%+v: the launch changed %d times over 140K positions", c, changes)
+		}
+	}
+	b := &Backend{smCount: 132, attnDyn: 2}
+	if chunk, zmax, blocks := b.dynUnits(32773, 1, 8, 1200, 2); chunk != 128 || zmax != 512 || blocks != 33 {
+		t.Errorf("Qwen3-8B at 32K: chunk %d, zmax %d, %d blocks; want 128, 512, 33 (257 units of 2 tiles, 33 blocks a KV head)", chunk, zmax, blocks)
+	}
+}
+
 // TestAttentionKVF16 measures what the f16 KV cache is for: the same
 // attention against the CPU's f32 (the same inputs, decode and prefill
 // kernels), once over a bf16 cache and once over an f16 one. The f16

@@ -393,3 +393,74 @@ func randomQKV(r *rand.Rand, nq, nkv int) (q, k, v []float32) {
 	}
 	return q, k, v
 }
+
+// TestAttnMergeEmulated runs the merges of the decode attention's splits,
+// attn_merge_splits and attn_merge_wide (ATTN_DYN's many units), under the
+// CPU emulation (testdata/emu/attn_merge_main.cpp, head dim 64) over
+// random partials of 2, 65 and 300 splits in 512 slots: both match a
+// float64 merge of the same partials, and a token of one split is left
+// to the attention (not written).
+func TestAttnMergeEmulated(t *testing.T) {
+	needEmuLayout(t)
+	bin := emuBinary(t, "attnmerge", "testdata/emu/attn_merge_main.cpp", "../../../kernels/attention.cu")
+	r := newRand(t)
+	const hd, heads, zmax, chunk, ld = 64, 4, 512, 128, 64 + 4 // PART_LD
+	splits := []int{2, 65, 300, 1}
+	T := len(splits)
+	pos := make([]int32, T)
+	for i, nz := range splits {
+		pos[i] = int32((nz-1)*chunk + r.IntN(chunk)) // nz splits of chunk positions
+	}
+	part := make([]float32, T*heads*zmax*ld)
+	for i := range part {
+		part[i] = float32(math.NaN()) // slots past a token's splits are never read
+	}
+	want := make([]float32, T*heads*hd)
+	for ti, nz := range splits {
+		for h := 0; h < heads; h++ {
+			pp := part[(ti*heads+h)*zmax*ld:]
+			M := math.Inf(-1)
+			for z := 0; z < nz; z++ {
+				m, l := r.Float64()*10-5, 0.5+r.Float64()*10
+				pp[z*ld+hd], pp[z*ld+hd+1] = float32(m), float32(l)
+				for d := 0; d < hd; d++ {
+					pp[z*ld+d] = float32(r.NormFloat64() * l)
+				}
+				M = math.Max(M, float64(pp[z*ld+hd]))
+			}
+			var L float64
+			o := make([]float64, hd)
+			for z := 0; z < nz; z++ {
+				w := math.Exp(float64(pp[z*ld+hd]) - M)
+				L += w * float64(pp[z*ld+hd+1])
+				for d := range o {
+					o[d] += w * float64(pp[z*ld+d])
+				}
+			}
+			for d := range o {
+				want[(ti*heads+h)*hd+d] = float32(o[d] / L)
+			}
+		}
+	}
+	var in bytes.Buffer
+	for _, v := range []any{[]int32{int32(T), heads, zmax, chunk}, pos, part} {
+		binary.Write(&in, binary.LittleEndian, v)
+	}
+	stdout, err := runEmu(bin, in.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := T - 1 // the last token's one split is the attention's to write
+	for _, name := range []string{"attn_merge_splits", "attn_merge_wide"} {
+		got := make([]float32, T*heads*hd)
+		if err := binary.Read(stdout, binary.LittleEndian, got); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range got[n*heads*hd:] {
+			if !math.IsNaN(float64(v)) {
+				t.Fatalf("%s: one split's output element %d written (%v)", name, i, v)
+			}
+		}
+		compare(t, name, got[:n*heads*hd], want[:n*heads*hd], 1e-6)
+	}
+}

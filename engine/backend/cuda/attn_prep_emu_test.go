@@ -33,6 +33,10 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 	// which must give the same bits.
 	optBin := emuBinary(t, "attnprepopt", "testdata/emu/attn_prep_opt_main.cpp", "testdata/emu/attn_prep_main.cpp",
 		"../../../kernels/attention.cu")
+	// The fold's units handed out to fewer blocks (ATTN_DYN), which must
+	// give the same bits too.
+	dynBin := emuBinary(t, "attnprepdyn", "testdata/emu/attn_prep_dyn_main.cpp", "testdata/emu/attn_prep_main.cpp",
+		"../../../kernels/attention.cu")
 	r := newRand(t)
 	const hd, g, kvh, pool, maxpos = 64, 4, 2, 16, 768
 	heads := kvh * g
@@ -95,7 +99,7 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 					cos[p*half+i], sin[p*half+i] = float32(math.Cos(a)), float32(math.Sin(a))
 				}
 			}
-			for _, c := range []struct{ chunk, zmax int }{{64, 16}, {1024, 1}} {
+			for _, c := range []struct{ chunk, zmax int }{{64, 16}, {128, 8}, {1024, 1}} {
 				name := fmt.Sprintf("%s_norm%v_half%d_chunk%d", [2]string{"bf16", "f16"}[kt], rc.norm, half, c.chunk)
 				t.Run(name, func(t *testing.T) {
 					var in bytes.Buffer
@@ -134,8 +138,14 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 						return res
 					}
 					res := run(bin)
-					if kt == 1 && rc.norm { // one format is enough for the opt-in paths (the test's time)
-						opt := run(optBin)
+					var alts [][4]result
+					if c.chunk == 128 || kt == 1 && rc.norm { // one format is enough for the opt-in paths (the test's time)
+						alts = append(alts, run(dynBin))
+					}
+					if kt == 1 && rc.norm {
+						alts = append(alts, run(optBin))
+					}
+					for _, opt := range alts {
 						for i := range res {
 							a, b := res[i], opt[i]
 							bq := b.q

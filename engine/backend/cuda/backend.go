@@ -83,6 +83,7 @@ type Backend struct {
 	attnTC        bool          // decode attention through attn_decode_tc (unless INFERNIX_CUDA_DECODE_ATTN=simt or old)
 	prefillRows   int           // rows of a tensor-core prefill tile: 64, or 128 (INFERNIX_CUDA_PREFILL_ROWS)
 	attnBlocks    int           // blocks one decode-attention launch aims at (0: 2 per SM)
+	attnDyn       int           // > 0: the folded decode attention's units of this many tiles handed out to its blocks (INFERNIX_CUDA_ATTN_DYN; dynUnits)
 	gemvWide      int           // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
 	gemvWave      int           // fused products of more than one wave looped over one, up to this many blocks a block (gemvWaveGrid; 0 off)
 	gemvWaveCap   int           // the blocks a looped grid holds (0: what fits the GPU; INFERNIX_CUDA_GEMV_WAVE_BLOCKS; tests set it so that small products loop too)
@@ -101,6 +102,7 @@ type Backend struct {
 	kvDT          kvDType       // element type of the KV caches made from now on (INFERNIX_CUDA_KV)
 	launches      int           // kernel launches recorded (tests: did fusion happen)
 	clusterRuns   int           // of them, launches in clusters (launchCluster)
+	dynRuns       int           // folded decode attentions whose units were handed out (dynUnits)
 	skinnyRuns    int           // of them, gemm_skinny launches (tests)
 	writes        uint64        // records submitted, allocations, frees and synchronous uploads: anything that may write device memory
 	xbf           bf16Reuse     // the activations last rounded to bf16 for cuBLASLt, reused by the next product of the same input
@@ -268,6 +270,9 @@ func New(opt Options) (*Backend, error) {
 	// path's 2,992, logits within 6e-3 of it.
 	b.moeGrouped = os.Getenv("INFERNIX_CUDA_MOE_GROUPED") != "0"
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
+	if u := envInt("INFERNIX_CUDA_ATTN_DYN", 0); u > 0 {
+		b.attnDyn = max(u, 2) // a block's first unit holds the DSTAGES − 1 tiles it requests at once
+	}
 	b.attnStages = envInt("INFERNIX_CUDA_ATTN_STAGES", 0)
 	b.gemvWide = gemvWideConfig(os.Getenv("INFERNIX_CUDA_GEMV_WIDE"))
 	b.gemvWave = gemvWaveConfig(os.Getenv("INFERNIX_CUDA_GEMV_WAVE"))

@@ -57,6 +57,7 @@ type attnKernels struct {
 	decodeTC              *kernel             // attn_decode_tc (INFERNIX_CUDA_DECODE_ATTN=tc): head dims that are multiples of 16 up to 128
 	decodeTCPrep          *kernel             // attn_decode_tc with attn_prep folded in (one token per sequence)
 	mergeSplits           *kernel             // attn_merge_splits: decodeTCPrep's splits merged (unless INFERNIX_CUDA_ATTN_DEFER=0)
+	mergeWide             *kernel             // attn_merge_wide: the same where a launch has more than 64 splits' slots
 	decodeTCPerSM         int                 // blocks of attn_decode_tc that fit an SM
 	decodeTC2             *kernel             // attn_decode_tc2 (INFERNIX_CUDA_DECODE_ATTN=tc2): the transposed products, G ≤ 8
 	decodeTC2Prep         *kernel             // and with attn_prep folded in
@@ -228,7 +229,8 @@ func (b *Backend) loadKernels() error {
 type attnKey struct {
 	hd, g  int
 	dt     kvDType
-	stages int // DSTAGES (0: the kernel's default)
+	stages int  // DSTAGES (0: the kernel's default)
+	dyn    bool // ATTN_DYN (INFERNIX_CUDA_ATTN_DYN)
 }
 
 // attnFor returns the attention kernels for head dim hd, group size g and
@@ -241,7 +243,7 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	if b.attnStages == 2 || b.attnStages == 3 && hd <= 128 {
 		stages = b.attnStages
 	}
-	key := attnKey{hd, g, dt, stages}
+	key := attnKey{hd, g, dt, stages, b.attnDyn > 0}
 	if a := b.attn[key]; a != nil {
 		return a, nil
 	}
@@ -259,12 +261,16 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	if stages != 3 && hd <= 128 {
 		defs = append(defs, fmt.Sprintf("DSTAGES=%d", stages))
 	}
+	if b.attnDyn > 0 {
+		defs = append(defs, "ATTN_DYN=1")
+	}
 	names := map[string]**kernel{"attn_split": &a.split, "attn_combine": &a.combine,
 		"attn_decode": &a.decode, "attn_prep": &a.prep, "attn_decode_deep": &a.deep, "attn_decode_deep3": &a.deep3}
 	if hd%16 == 0 && hd <= 128 { // the guard around attn_decode_tc in kernels/attention.cu
 		names["attn_decode_tc"] = &a.decodeTC
 		names["attn_decode_tc_prep"] = &a.decodeTCPrep
 		names["attn_merge_splits"] = &a.mergeSplits
+		names["attn_merge_wide"] = &a.mergeWide
 		if g <= 8 { // the guard around attn_decode_tc2
 			names["attn_decode_tc2"] = &a.decodeTC2
 			names["attn_decode_tc2_prep"] = &a.decodeTC2Prep

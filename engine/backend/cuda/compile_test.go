@@ -49,6 +49,10 @@ func TestKernelsCompile(t *testing.T) {
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "PDL_TRIGGER=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "DM_UNROLL=8"}})
 				// The block timeline (run.sh group attntime).
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_TIMING=1"}})
+				// The units handed out (INFERNIX_CUDA_ATTN_DYN), timed too,
+				// and where G > 8 keeps the static splits.
+				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_DYN=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_DYN=1", "ATTN_TIMING=1"}},
+					job{m, []string{"HD=64", "G=8", "ATTN_DYN=1"}}, job{m, []string{"HD=128", "G=16", "ATTN_DYN=1"}})
 				// The step timeline (run.sh group steptime).
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "STEP_TIMING=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "STEP_TIMING=2"}})
 				// The fold's opt-in placements (ATTN_EARLY, DEFER_LATE,

@@ -530,6 +530,71 @@ func TestAttnPrepFold(t *testing.T) {
 	}
 }
 
+// TestAttnDyn: decode steps of two lanes at 300–432 positions with the
+// folded attention's units handed out (INFERNIX_CUDA_ATTN_DYN=2 with
+// INFERNIX_CUDA_ATTN_BLOCKS=8: 2 blocks a token and KV head, 3 and 4 units
+// of 2 tiles; and =4: one block takes them all) give the logits of the static splits of the same 2 tiles
+// (ATTN_BLOCKS=16: 4 splits a token) bit for bit, as the CPU emulation
+// shows for the kernel alone (TestAttnPrepFoldEmulated), whichever block
+// takes which unit.
+func TestAttnDyn(t *testing.T) {
+	b := gpu(t)
+	if !b.attnTC || b.attnTC2 || !b.fuse || !b.fz.attn || !b.fz.prep || !b.attnDefer || b.attnCluster > 1 {
+		t.Skip("the folded decode attention on the tensor cores, with its merge deferred, is off")
+	}
+	r := newRand(t)
+	cfg := smallConfig("Qwen3ForCausalLM")
+	m := build(t, cfg, &testWeights{be: b, seed: r.Uint64()}, b)
+	ps := prompts(r, cfg.VocabSize, 300, 420)
+	const steps = 12
+	run := func(base int32, dyn, blocks int) [][]float32 {
+		b.flush()
+		defer func(d, n int) {
+			b.flush()
+			b.attnDyn, b.attnBlocks = d, n
+		}(b.attnDyn, b.attnBlocks)
+		b.attnDyn, b.attnBlocks = dyn, blocks
+		var l []*lane
+		for i := range ps {
+			ln := &lane{}
+			for j := int32(0); j < 8; j++ {
+				ln.blocks = append(ln.blocks, base+int32(i)*8+j)
+			}
+			l = append(l, ln)
+			for off := 0; off < len(ps[i]); off += 200 { // within the model's 256 tokens a batch
+				step(t, m, []*lane{ln}, [][]int32{ps[i][off:min(off+200, len(ps[i]))]})
+			}
+		}
+		next := [][]int32{{5}, {7}}
+		var out [][]float32
+		for s := 0; s < steps; s++ {
+			for i, lg := range step(t, m, l, next) {
+				out = append(out, append([]float32(nil), lg...))
+				next[i] = []int32{reftest.Argmax(lg)}
+			}
+		}
+		return out
+	}
+	run(32, 0, 16) // sizes the decode scratch (a step that grows it runs unfused)
+	static := run(0, 0, 16)
+	// 2 blocks a token and KV head, then 1 (ATTN_BLOCKS=4), which takes
+	// every unit in turn.
+	for _, blocks := range []int{8, 4} {
+		d0 := b.dynRuns
+		dyn := run(16, 2, blocks)
+		if want := cfg.NumHiddenLayers * steps; b.dynRuns-d0 != want {
+			t.Errorf("ATTN_BLOCKS=%d: %d decode attentions handed out their units, want %d", blocks, b.dynRuns-d0, want)
+		}
+		for s := range static {
+			for i, a := range static[s] {
+				if math.Float32bits(a) != math.Float32bits(dyn[s][i]) {
+					t.Fatalf("ATTN_BLOCKS=%d: row %d logit %d: %v with static splits, %v with the units handed out", blocks, s, i, a, dyn[s][i])
+				}
+			}
+		}
+	}
+}
+
 // TestFixtures runs the committed tiny checkpoints (tests/testdata/models)
 // on both backends. The reference fixtures (random weights, with
 // tests/testdata/reference/<name>.json) must agree within the 2e-2;

@@ -22,6 +22,9 @@
 #ifndef ATTN_DEFER_EMU
 #define ATTN_DEFER_EMU 0  // 1: the folds merge through attn_merge_splits (attn_prep_opt_main.cpp)
 #endif
+#ifndef FOLD_BLOCKS
+#define FOLD_BLOCKS(zmax, chunk) (zmax)  // attn_decode_tc_prep's grid depth (attn_prep_dyn_main.cpp: fewer, ATTN_DYN)
+#endif
 
 template <class T> static std::vector<T> readv(size_t n) {
   std::vector<T> v(n);
@@ -74,7 +77,7 @@ template <int KT> static void run(const int* hdr) {
                     k.data(), v.data(), norm ? qw.data() : 0, norm ? kw.data() : 0, half > 0 ? cosT.data() : 0, sinT.data(),
                     kvh, zmax, chunk, half, scale, qeps, keps};
       p.deferMerge = ATTN_DEFER_EMU && zmax > 1;  // as the host: one split per token needs no merge
-      emu_launch3(kvh, T, zmax, NT, 13, [=] {
+      emu_launch3(kvh, T, st ? zmax : FOLD_BLOCKS(zmax, chunk), NT, 13, [=] {
         if (st) {
           attn_decode_tc_impl<KT, true, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale,
                                               p.zmax, p.chunk, &p);

@@ -115,6 +115,7 @@ inline unsigned __match_any_sync(unsigned, int v) {
 
 inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
 inline double atomicAdd(double* p, double v) {
   u64* q = (u64*)p;
   u64 old = __atomic_load_n(q, __ATOMIC_SEQ_CST);
