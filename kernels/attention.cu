@@ -324,7 +324,7 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
                                         int p0, int end, int kvh, int h, int off, int r0) {
   constexpr int RS = NT / DG;  // rows per pass
   const int rows = min(TP, end - p0);
-  const long base = ((long)tab[p0 >> 6] * kvh + h) * 64 * HD + off;  // p0 is a multiple of 64
+  const long base = ((long)META(tab + (p0 >> 6)) * kvh + h) * 64 * HD + off;  // p0 is a multiple of 64
   const u16* gk = kc + base;
   const u16* gv = vc + base;
 #pragma unroll
@@ -806,7 +806,7 @@ __device__ __forceinline__ void prep_row(float (&v)[PE], const float* nw, float 
 #pragma unroll
     for (int e = 0; e < PE; e++) {
       const int j = lane + 32 * e;
-      if (j < HD) v[e] = v[e] * inv * nw[j];
+      if (j < HD) v[e] = v[e] * inv * META(nw + j);
     }
   }
   if (c != 0 && half > 0) {
@@ -820,10 +820,10 @@ __device__ __forceinline__ void prep_row(float (&v)[PE], const float* nw, float 
     for (int e = 0; e < PE; e++) {
       const int j = lane + 32 * e;
       if (j < half) {
-        v[e] = buf[j] * c[j] - buf[j + half] * s[j];
+        v[e] = buf[j] * META(c + j) - buf[j + half] * META(s + j);
       } else if (j < 2 * half) {
         const int i = j - half;
-        v[e] = buf[j] * c[i] + buf[i] * s[i];
+        v[e] = buf[j] * META(c + i) + buf[i] * META(s + i);
       }
     }
     __syncwarp();
@@ -1000,7 +1000,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   if (!preWait) PDL_ENTRY();
   constexpr bool DYN = PREP && !ST && ATTN_DYN && G <= 8;  // (the warps' states of a unit fit in a stage)
   const int h = blockIdx.x, t = blockIdx.y, z = blockIdx.z;
-  const int len = pos[t] + 1;
+  const int len = META(pos + t) + 1;
   const int nz = (len + chunk - 1) / chunk;
   // The block's (first) split: z, or with ATTN_DYN the unit it starts
   // with (the last for block 0; past the units: none).
@@ -1015,7 +1015,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
   __shared__ float qprep[PREP ? CRECV : 1];  // CLUSTER_MERGE: then its receive area
   __shared__ float kbuf[PREP ? HD : 1];
 
-  const int* tab = tabs + tokTab[t];
+  const int* tab = tabs + META(tokTab + t);
   // This thread's fixed column and first row in every tile (TC_FAST).
   const int cg = tid % DG, r0 = tid / DG;
   const saddr_t sk0 = smem_addr(kvs) + (r0 * KV_LD + cg * 8) * 2;
@@ -1134,7 +1134,7 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       float v[PE];
       load_row(v, row);
       if (warp == 0) prep_row(v, pp->kw, pp->keps, c, sn, pp->half, kbuf);
-      const long blk = tab[(len - 1) >> 6];
+      const long blk = META(tab + ((len - 1) >> 6));
       u16* dst = (warp == 0 ? pp->kc : pp->vc) + ((blk * kvh + h) * 64 + ((len - 1) & 63)) * HD;
 #pragma unroll
       for (int e = 0; e < PE; e++) {
@@ -1547,6 +1547,15 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const Decod
 #ifndef MS_BATCH
 #define MS_BATCH 64
 #endif
+// MS_SPEC=1: attn_merge_splits requests the partials of all zmax slots at
+// once, before it reads the token's position (which says how many of them
+// this step's splits wrote), so that the position's load, from DRAM at
+// every layer (KEEP_META above), is not a link of the merge's chain. The
+// slots past the token's splits hold stale values, never added:
+// bit-identical.
+#ifndef MS_SPEC
+#define MS_SPEC 0
+#endif
 extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __restrict__ out, const float* __restrict__ part,
                                                                    const int* __restrict__ pos, int heads, int zmax, int chunk) {
   STEP_TIMER();
@@ -1559,24 +1568,44 @@ extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __rest
 #endif
   __shared__ float wz[MS_MAXZ];
   const int hh = blockIdx.x, t = blockIdx.y, lane = threadIdx.x, d = blockIdx.z * 32 + lane;
-  const int nz = (pos[t] + chunk) / chunk;  // ceil((pos + 1) / chunk)
-  if (nz == 1) return;
   const float* pp = part + ((long)t * heads + hh) * zmax * PART_LD;
   const float* pd = pp + min(d, HD - 1);  // lanes past HD repeat the last dim, not written
-  float pv[MS_BATCH];                     // the first splits' sums of dim d
+  // MS_SPEC: every slot's partial (zmax) is requested before the position
+  // that says how many hold this step's splits; the others are never used.
+  const int zs = MS_SPEC ? zmax : 0;
+  float pv[MS_BATCH];  // the first splits' sums of dim d
+  float mz[2], lz[2];  // with nz ≤ 64: a lane's splits' maxima and sums of exponentials
+  if (MS_SPEC) {
 #pragma unroll
-  for (int i = 0; i < MS_BATCH; i++) pv[i] = i < nz ? __ldcg(pd + (long)i * PART_LD) : 0.f;
+    for (int i = 0; i < MS_BATCH; i++) pv[i] = i < zs ? __ldcg(pd + (long)i * PART_LD) : 0.f;
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      const int zz = lane + 32 * j;
+      mz[j] = zz < zs ? __ldcg(pp + (long)zz * PART_LD + HD) : NEG_INF;
+      lz[j] = zz < zs ? __ldcg(pp + (long)zz * PART_LD + HD + 1) : 0.f;
+    }
+  }
+  const int nz = (META(pos + t) + chunk) / chunk;  // ceil((pos + 1) / chunk)
+  if (nz == 1) return;
+  if (!MS_SPEC) {
+#pragma unroll
+    for (int i = 0; i < MS_BATCH; i++) pv[i] = i < nz ? __ldcg(pd + (long)i * PART_LD) : 0.f;
+  }
   // split_weights, with every split's max and sum requested at once where
   // nz ≤ 64 (the same order: a lane's splits lane, lane + 32).
   float l;
   if (nz <= 64) {
     float m = NEG_INF;
-    float mz[2], lz[2];
 #pragma unroll
     for (int j = 0; j < 2; j++) {
       const int zz = lane + 32 * j;
-      mz[j] = zz < nz ? __ldcg(pp + (long)zz * PART_LD + HD) : NEG_INF;
-      lz[j] = zz < nz ? __ldcg(pp + (long)zz * PART_LD + HD + 1) : 0.f;
+      if (MS_SPEC) {
+        mz[j] = zz < nz ? mz[j] : NEG_INF;
+        lz[j] = zz < nz ? lz[j] : 0.f;
+      } else {
+        mz[j] = zz < nz ? __ldcg(pp + (long)zz * PART_LD + HD) : NEG_INF;
+        lz[j] = zz < nz ? __ldcg(pp + (long)zz * PART_LD + HD + 1) : 0.f;
+      }
       m = fmaxf(m, mz[j]);
     }
     m = warp_max(m);
@@ -1635,7 +1664,7 @@ extern "C" __global__ void __launch_bounds__(MW_NT) attn_merge_wide(float* __res
   __shared__ float rm[NW], rl[NW];
   const int hh = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int d = blockIdx.z * 32 + lane;
-  const int nz = (pos[t] + chunk) / chunk;  // ceil((pos + 1) / chunk)
+  const int nz = (META(pos + t) + chunk) / chunk;  // ceil((pos + 1) / chunk)
   if (nz == 1) return;
   const float* pp = part + ((long)t * heads + hh) * zmax * PART_LD;
   const float* pd = pp + min(d, HD - 1);  // lanes past HD repeat the last dim, not written

@@ -403,6 +403,8 @@ func randomQKV(r *rand.Rand, nq, nkv int) (q, k, v []float32) {
 func TestAttnMergeEmulated(t *testing.T) {
 	needEmuLayout(t)
 	bin := emuBinary(t, "attnmerge", "testdata/emu/attn_merge_main.cpp", "../../../kernels/attention.cu")
+	spec := emuBinary(t, "attnmergespec", "testdata/emu/attn_merge_spec_main.cpp", "testdata/emu/attn_merge_main.cpp",
+		"../../../kernels/attention.cu")
 	r := newRand(t)
 	const hd, heads, zmax, chunk, ld = 64, 4, 512, 128, 64 + 4 // PART_LD
 	splits := []int{2, 65, 300, 1}
@@ -411,9 +413,15 @@ func TestAttnMergeEmulated(t *testing.T) {
 	for i, nz := range splits {
 		pos[i] = int32((nz-1)*chunk + r.IntN(chunk)) // nz splits of chunk positions
 	}
+	// Slots past a token's splits hold what an earlier step left: never
+	// added (NaN sums), and a maximum above every split's, which a merge
+	// that took it in (MS_SPEC requests them) would weigh by.
 	part := make([]float32, T*heads*zmax*ld)
 	for i := range part {
-		part[i] = float32(math.NaN()) // slots past a token's splits are never read
+		part[i] = float32(math.NaN())
+		if i%ld == hd {
+			part[i] = 50
+		}
 	}
 	want := make([]float32, T*heads*hd)
 	for ti, nz := range splits {
@@ -446,21 +454,34 @@ func TestAttnMergeEmulated(t *testing.T) {
 	for _, v := range []any{[]int32{int32(T), heads, zmax, chunk}, pos, part} {
 		binary.Write(&in, binary.LittleEndian, v)
 	}
-	stdout, err := runEmu(bin, in.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := T - 1 // the last token's one split is the attention's to write
-	for _, name := range []string{"attn_merge_splits", "attn_merge_wide"} {
-		got := make([]float32, T*heads*hd)
-		if err := binary.Read(stdout, binary.LittleEndian, got); err != nil {
+	n := T - 1           // the last token's one split is the attention's to write
+	var merged []float32 // attn_merge_splits's, without MS_SPEC
+	for _, b := range []struct{ bin, tag string }{{bin, ""}, {spec, " (MS_SPEC)"}} {
+		stdout, err := runEmu(b.bin, in.Bytes())
+		if err != nil {
 			t.Fatal(err)
 		}
-		for i, v := range got[n*heads*hd:] {
-			if !math.IsNaN(float64(v)) {
-				t.Fatalf("%s: one split's output element %d written (%v)", name, i, v)
+		for _, name := range []string{"attn_merge_splits", "attn_merge_wide"} {
+			name += b.tag
+			got := make([]float32, T*heads*hd)
+			if err := binary.Read(stdout, binary.LittleEndian, got); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range got[n*heads*hd:] {
+				if !math.IsNaN(float64(v)) {
+					t.Fatalf("%s: one split's output element %d written (%v)", name, i, v)
+				}
+			}
+			compare(t, name, got[:n*heads*hd], want[:n*heads*hd], 1e-6)
+			if name == "attn_merge_splits" {
+				merged = got
+			} else if name == "attn_merge_splits (MS_SPEC)" {
+				for i := range got[:n*heads*hd] {
+					if math.Float32bits(got[i]) != math.Float32bits(merged[i]) {
+						t.Fatalf("%s: element %d %v, without MS_SPEC %v", name, i, got[i], merged[i])
+					}
+				}
 			}
 		}
-		compare(t, name, got[:n*heads*hd], want[:n*heads*hd], 1e-6)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"unicode"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -213,8 +214,10 @@ func New(opt Options) (*Backend, error) {
 	}
 	// INFERNIX_CUDA_DEFINES="NAME=V NAME2=V": more defines for every
 	// module, for experiments on the device (a kernel's compile-time
-	// tunables); the kernel cache keys them as any other option.
-	for _, d := range strings.Fields(os.Getenv("INFERNIX_CUDA_DEFINES")) {
+	// tunables); the kernel cache keys them as any other option. Commas
+	// separate them too, for scripts that split a setting on spaces.
+	isSep := func(r rune) bool { return r == ',' || unicode.IsSpace(r) }
+	for _, d := range strings.FieldsFunc(os.Getenv("INFERNIX_CUDA_DEFINES"), isSep) {
 		if name, _, _ := strings.Cut(d, "="); validMacro(name) {
 			b.globalDefs = append(b.globalDefs, d)
 		} else {

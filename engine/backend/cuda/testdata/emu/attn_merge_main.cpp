@@ -1,6 +1,7 @@
 // Runs kernels/attention.cu's merges of the decode attention's splits,
 // attn_merge_splits and attn_merge_wide, under the CPU emulation, for
-// attn_emu_test.go (TestAttnMergeEmulated). Head dim 64.
+// attn_emu_test.go (TestAttnMergeEmulated; attn_merge_spec_main.cpp runs
+// it with MS_SPEC). Head dim 64.
 //
 // stdin (int32 little-endian): T, heads, zmax, chunk, then pos [T], then
 // f32 partials [T·heads·zmax·PART_LD]. stdout: the two outputs
