@@ -820,10 +820,10 @@ __device__ __forceinline__ void prep_row(float (&v)[PE], const float* nw, float 
     for (int e = 0; e < PE; e++) {
       const int j = lane + 32 * e;
       if (j < half) {
-        v[e] = buf[j] * META(c + j) - buf[j + half] * META(s + j);
+        v[e] = buf[j] * META_ROPE(c + j) - buf[j + half] * META_ROPE(s + j);
       } else if (j < 2 * half) {
         const int i = j - half;
-        v[e] = buf[j] * META(c + i) + buf[i] * META(s + i);
+        v[e] = buf[j] * META_ROPE(c + i) + buf[i] * META_ROPE(s + i);
       }
     }
     __syncwarp();

@@ -86,7 +86,9 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
 // KB come from DRAM at every layer, and at short contexts they are links of
 // the attention's dependent chain (position → block table → tile; position
 // → RoPE rows): 3.7 µs from the wait to the first tile at 640 positions
-// (run 26), for ~4 µs of work. Changes no result. META(p) reads *p.
+// (run 26), for ~4 µs of work. KEEP_META=2: all but the RoPE rows, which
+// a long generation would otherwise leave in L2 one row a position (META_ROPE).
+// Changes no result. META(p) reads *p.
 #ifndef KEEP_META
 #define KEEP_META 0
 #endif
@@ -108,6 +110,11 @@ __device__ __forceinline__ float ld_keep(const float* p) {
 #define META(p) ld_keep(p)
 #else
 #define META(p) (*(p))
+#endif
+#if KEEP_META == 1
+#define META_ROPE(p) ld_keep(p)
+#else
+#define META_ROPE(p) (*(p))
 #endif
 
 // 8 consecutive weights from element i (16-byte aligned for 16-bit types,

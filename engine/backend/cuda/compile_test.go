@@ -57,7 +57,7 @@ func TestKernelsCompile(t *testing.T) {
 				// position (KEEP_META, MS_SPEC), with the timeline too.
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "KEEP_META=1", "MS_SPEC=1"}},
 					job{m, []string{"HD=128", "G=4", kvF16.define(), "KEEP_META=1", "MS_SPEC=1", "ATTN_TIMING=1"}},
-					job{m, []string{"HD=64", "G=8", "KEEP_META=1"}}, job{m, []string{"HD=128", "G=2", "MS_SPEC=1"}})
+					job{m, []string{"HD=64", "G=8", "KEEP_META=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "KEEP_META=2", "MS_SPEC=1"}}, job{m, []string{"HD=128", "G=2", "MS_SPEC=1"}})
 				// The step timeline (run.sh group steptime).
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "STEP_TIMING=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "STEP_TIMING=2"}})
 				// The fold's opt-in placements (ATTN_EARLY, DEFER_LATE,

@@ -96,6 +96,7 @@ inline u64 global_ns() { return 1; }
 inline u32 sm_id() { return 0; }
 // KEEP_META's L2 policy has nothing to emulate: a plain load.
 #define META(p) (*(p))
+#define META_ROPE(p) (*(p))
 
 template <int DT> inline void load8(const void* w, long i, float* f);
 template <> inline void load8<DT_BF16>(const void* w, long i, float* f) { unpack_bf16x8(ld_stream((const u16*)w + i), f); }
