@@ -100,13 +100,7 @@ __device__ __forceinline__ int ld_keep(const int* p) {
   asm("ld.global.nc.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(pol));
   return v;
 }
-__device__ __forceinline__ float ld_keep(const float* p) {
-  float v;
-  u64 pol;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-  asm("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(pol));
-  return v;
-}
+__device__ __forceinline__ float ld_keep(const float* p) { return __int_as_float(ld_keep((const int*)p)); }
 #define META(p) ld_keep(p)
 #else
 #define META(p) (*(p))
