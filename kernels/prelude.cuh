@@ -97,7 +97,10 @@ __device__ __forceinline__ int ld_keep(const int* p) {
   int v;
   u64 pol;
   asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-  asm("ld.global.nc.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(pol));
+  // volatile: without it the asm counts as free of side effects and the
+  // compiler may hoist it out of a guard such as prep_row's nw != 0, a load
+  // of a null pointer (run 28's illegal address).
+  asm volatile("ld.global.nc.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(pol));
   return v;
 }
 __device__ __forceinline__ float ld_keep(const float* p) { return __int_as_float(ld_keep((const int*)p)); }
