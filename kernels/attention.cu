@@ -1552,9 +1552,9 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const Decod
 // this step's splits wrote), so that the position's load, from DRAM at
 // every layer (KEEP_META above), is not a link of the merge's chain. The
 // slots past the token's splits hold stale values, never added:
-// bit-identical.
+// bit-identical. The default since run 28 (with KEEP_META=2).
 #ifndef MS_SPEC
-#define MS_SPEC 0
+#define MS_SPEC 1
 #endif
 extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __restrict__ out, const float* __restrict__ part,
                                                                    const int* __restrict__ pos, int heads, int zmax, int chunk) {

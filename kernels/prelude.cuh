@@ -87,10 +87,13 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
 // the attention's dependent chain (position → block table → tile; position
 // → RoPE rows): 3.7 µs from the wait to the first tile at 640 positions
 // (run 26), for ~4 µs of work. KEEP_META=2: all but the RoPE rows, which
-// a long generation would otherwise leave in L2 one row a position (META_ROPE).
+// a long generation would otherwise leave in L2 one row a position (META_ROPE):
+// the default since run 28 (with MS_SPEC, +0.6% at 512 and +0.4% at 32K over
+// 8 processes of the old defaults; 1 read no faster than 2 within the drift,
+// and 2 keeps no more than a few KB a step). KEEP_META=0: plain loads.
 // Changes no result. META(p) reads *p.
 #ifndef KEEP_META
-#define KEEP_META 0
+#define KEEP_META 2
 #endif
 #if KEEP_META
 __device__ __forceinline__ int ld_keep(const int* p) {

@@ -54,10 +54,11 @@ func TestKernelsCompile(t *testing.T) {
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_DYN=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_DYN=1", "ATTN_TIMING=1"}},
 					job{m, []string{"HD=64", "G=8", "ATTN_DYN=1"}}, job{m, []string{"HD=128", "G=16", "ATTN_DYN=1"}})
 				// The metadata kept in L2 and the merge's loads ahead of the
-				// position (KEEP_META, MS_SPEC), with the timeline too.
+				// position (KEEP_META, MS_SPEC; 2 and 1 by default), other
+				// settings and the plain loads, with the timeline too.
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "KEEP_META=1", "MS_SPEC=1"}},
 					job{m, []string{"HD=128", "G=4", kvF16.define(), "KEEP_META=1", "MS_SPEC=1", "ATTN_TIMING=1"}},
-					job{m, []string{"HD=64", "G=8", "KEEP_META=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "KEEP_META=2", "MS_SPEC=1"}}, job{m, []string{"HD=128", "G=2", "MS_SPEC=1"}})
+					job{m, []string{"HD=64", "G=8", "KEEP_META=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "KEEP_META=0", "MS_SPEC=0"}}, job{m, []string{"HD=128", "G=2", "KEEP_META=0"}})
 				// The step timeline (run.sh group steptime).
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "STEP_TIMING=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "STEP_TIMING=2"}})
 				// The fold's opt-in placements (ATTN_EARLY, DEFER_LATE,

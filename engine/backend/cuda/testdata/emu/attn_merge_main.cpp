@@ -1,12 +1,15 @@
 // Runs kernels/attention.cu's merges of the decode attention's splits,
 // attn_merge_splits and attn_merge_wide, under the CPU emulation, for
 // attn_emu_test.go (TestAttnMergeEmulated; attn_merge_spec_main.cpp runs
-// it with MS_SPEC). Head dim 64.
+// it with MS_SPEC=1, the kernels' default; this one without). Head dim 64.
 //
 // stdin (int32 little-endian): T, heads, zmax, chunk, then pos [T], then
 // f32 partials [T·heads·zmax·PART_LD]. stdout: the two outputs
 // [T·heads·HD] f32, attn_merge_splits's first (NaN where not written).
 #define HD 64
+#ifndef MS_SPEC
+#define MS_SPEC 0
+#endif
 #define G 4
 #include "emu.h"
 #include "prelude_emu.h"
