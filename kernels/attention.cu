@@ -416,6 +416,20 @@ __device__ __forceinline__ void tc_load(saddr_t sk, u16* zv, const u16* __restri
 #ifndef ATTN_EARLY
 #define ATTN_EARLY 0
 #endif
+// ATTN_ACC=1 (with ATTN_DYN; the host sets it for INFERNIX_CUDA_ATTN_ACC):
+// a block that takes more units than one adds them all into one running
+// state and writes one partial, at its own slot (blockIdx.z), instead of
+// a partial per unit; attn_merge_splits then merges min(units, zmax)
+// slots, zmax being the launch's blocks a (token, KV head). Why: run 26
+// measured ATTN_DYN's units ending together at 32K (the last block within
+// 5 µs of the first, against ~8 for the static splits), but each unit's
+// finalize (the warps' states through shared memory, the partial, two
+// barriers) cost ~0.9 µs, more than the balance gained. Which block adds
+// which unit depends on the order the blocks ask: results differ from the
+// static splits' by rounding, and from run to run. Off by default.
+#ifndef ATTN_ACC
+#define ATTN_ACC 0
+#endif
 // DEFER_LATE=1: with the merge deferred (DecodePrepP.deferMerge), the
 // attention's blocks let attn_merge_splits launch once their loop ends
 // (PDL_LATE's place) instead of at exit, so the merge's small blocks are
@@ -1292,6 +1306,10 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
       if (ATTN_TIMING && cs == 0) at2 = global_ns();
       ct++, cs++;
       if (ct < cn) continue;
+      // ATTN_ACC: the next unit (the loader has read its number already:
+      // it runs DSTAGES − 1 tiles ahead and a unit has at least as many)
+      // adds into the same state.
+      if (ATTN_ACC && grabs && unit_at(ck + 1) >= 0) continue;
 #pragma unroll
       for (int i = 0; i < 2; i++) {
         l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
@@ -1328,10 +1346,11 @@ __device__ __forceinline__ void attn_decode_tc_impl(const u16* kc, const u16* vc
           O = fmaf(f, ow[(w * G + g) * OW_LD + d], O);
         }
         const int hh = h * G + g;
-        if (nz == 1) {
+        // ATTN_ACC with one block a (token, KV head): it added every unit.
+        if (nz == 1 || ATTN_ACC && grabs && gridDim.z == 1) {
           out[((long)t * heads + hh) * HD + d] = O / L;
         } else {
-          float* pz = part + (((long)t * heads + hh) * zmax + cu) * PART_LD;
+          float* pz = part + (((long)t * heads + hh) * zmax + (ATTN_ACC && grabs ? (int)blockIdx.z : cu)) * PART_LD;
           pz[d] = O;
           if (d == 0) {
             pz[HD] = M * 0.6931471805599453f;  // natural units, as attn_decode's partials
@@ -1585,7 +1604,8 @@ extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __rest
       lz[j] = zz < zs ? __ldcg(pp + (long)zz * PART_LD + HD + 1) : 0.f;
     }
   }
-  const int nz = (META(pos + t) + chunk) / chunk;  // ceil((pos + 1) / chunk)
+  int nz = (META(pos + t) + chunk) / chunk;  // ceil((pos + 1) / chunk)
+  if (ATTN_ACC) nz = min(nz, zmax);              // units past the blocks were added into their slots
   if (nz == 1) return;
   if (!MS_SPEC) {
 #pragma unroll
@@ -1664,7 +1684,8 @@ extern "C" __global__ void __launch_bounds__(MW_NT) attn_merge_wide(float* __res
   __shared__ float rm[NW], rl[NW];
   const int hh = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int d = blockIdx.z * 32 + lane;
-  const int nz = (META(pos + t) + chunk) / chunk;  // ceil((pos + 1) / chunk)
+  int nz = (META(pos + t) + chunk) / chunk;  // ceil((pos + 1) / chunk)
+  if (ATTN_ACC) nz = min(nz, zmax);              // (attn_merge_splits)
   if (nz == 1) return;
   const float* pp = part + ((long)t * heads + hh) * zmax * PART_LD;
   const float* pd = pp + min(d, HD - 1);  // lanes past HD repeat the last dim, not written

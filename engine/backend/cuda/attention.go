@@ -232,6 +232,11 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		gridZ := zmax
 		if dynChunk > 0 { // the units handed out: dynBlocks blocks a (token, KV head) take dynZ partials' slots
 			chunk, zmax, gridZ = dynChunk, dynZ, dynBlocks
+			if b.attnAcc {
+				// A partial a block (ATTN_ACC): the splits' slots are the
+				// blocks, and the merge takes min(units, blocks) of them.
+				zmax = dynBlocks
+			}
 			b.dynRuns++
 		}
 		var a [21]uint64

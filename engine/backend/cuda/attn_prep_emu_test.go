@@ -23,7 +23,10 @@ import (
 //     cores' rounding;
 //   - with splits of 2 tiles, the fold's units handed out to 2 blocks a
 //     token and KV head (ATTN_DYN, testdata/emu/attn_prep_dyn_main.cpp)
-//     leave the same bits, and the counters at zero;
+//     leave the same bits, and the counters at zero; with ATTN_ACC
+//     (testdata/emu/attn_prep_acc_main.cpp: a block's units added into one
+//     partial) the same bits but the output, which is the defaults' within
+//     the tensor cores' rounding;
 //   - attn_prep's q and k match a float64 reference of the norm and RoPE,
 //     and the stored position holds that k and the raw v, rounded to the
 //     cache's type;
@@ -39,6 +42,8 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 	// The fold's units handed out to fewer blocks (ATTN_DYN), which must
 	// give the same bits too.
 	dynBin := emuBinary(t, "attnprepdyn", "testdata/emu/attn_prep_dyn_main.cpp", "testdata/emu/attn_prep_main.cpp",
+		"../../../kernels/attention.cu")
+	accBin := emuBinary(t, "attnprepacc", "testdata/emu/attn_prep_acc_main.cpp", "testdata/emu/attn_prep_main.cpp",
 		"../../../kernels/attention.cu")
 	r := newRand(t)
 	const hd, g, kvh, pool, maxpos = 64, 4, 2, 16, 768
@@ -163,6 +168,24 @@ func TestAttnPrepFoldEmulated(t *testing.T) {
 								bq = a.q
 							}
 							sameFold(t, a.out, b.out, a.q, bq, a.k, b.k, a.kc, b.kc, a.vc, b.vc, a.cnt, b.cnt)
+						}
+					}
+					if c.chunk == 128 {
+						// ATTN_ACC: the fold on the tensor cores (way 1) adds
+						// units in another grouping; the rest is untouched.
+						acc := run(accBin)
+						tol := [2]float64{tcTolBF16, tcTolF16}[kt]
+						for i := range res {
+							a, b := res[i], acc[i]
+							bq, bout := b.q, b.out
+							if i%2 == 1 {
+								bq = a.q
+							}
+							if i == 1 {
+								compare(t, "ATTN_ACC", b.out, a.out, tol)
+								bout = a.out
+							}
+							sameFold(t, a.out, bout, a.q, bq, a.k, b.k, a.kc, b.kc, a.vc, b.vc, a.cnt, b.cnt)
 						}
 					}
 					for _, pair := range [][2]int{{0, 1}, {2, 3}} {

@@ -85,6 +85,7 @@ type Backend struct {
 	prefillRows   int           // rows of a tensor-core prefill tile: 64, or 128 (INFERNIX_CUDA_PREFILL_ROWS)
 	attnBlocks    int           // blocks one decode-attention launch aims at (0: 2 per SM)
 	attnDyn       int           // > 0: the folded decode attention's units of this many tiles handed out to its blocks (INFERNIX_CUDA_ATTN_DYN; dynUnits)
+	attnAcc       bool          // with attnDyn: a block adds all its units into one partial (INFERNIX_CUDA_ATTN_ACC=1; ATTN_ACC)
 	gemvWide      int           // split-K decode products: 0 off, -1 sized per launch, n ≥ 2 always n slices
 	gemvWave      int           // fused products of more than one wave looped over one, up to this many blocks a block (gemvWaveGrid; 0 off)
 	gemvWaveCap   int           // the blocks a looped grid holds (0: what fits the GPU; INFERNIX_CUDA_GEMV_WAVE_BLOCKS; tests set it so that small products loop too)
@@ -276,6 +277,7 @@ func New(opt Options) (*Backend, error) {
 	if u := envInt("INFERNIX_CUDA_ATTN_DYN", 0); u > 0 {
 		b.attnDyn = max(u, 2) // a block's first unit holds the DSTAGES − 1 tiles it requests at once
 	}
+	b.attnAcc = os.Getenv("INFERNIX_CUDA_ATTN_ACC") == "1"
 	b.attnStages = envInt("INFERNIX_CUDA_ATTN_STAGES", 0)
 	b.gemvWide = gemvWideConfig(os.Getenv("INFERNIX_CUDA_GEMV_WIDE"))
 	b.gemvWave = gemvWaveConfig(os.Getenv("INFERNIX_CUDA_GEMV_WAVE"))

@@ -231,6 +231,7 @@ type attnKey struct {
 	dt     kvDType
 	stages int  // DSTAGES (0: the kernel's default)
 	dyn    bool // ATTN_DYN (INFERNIX_CUDA_ATTN_DYN)
+	acc    bool // ATTN_ACC (INFERNIX_CUDA_ATTN_ACC, with dyn)
 }
 
 // attnFor returns the attention kernels for head dim hd, group size g and
@@ -243,7 +244,7 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	if b.attnStages == 2 || b.attnStages == 3 && hd <= 128 {
 		stages = b.attnStages
 	}
-	key := attnKey{hd, g, dt, stages, b.attnDyn > 0}
+	key := attnKey{hd, g, dt, stages, b.attnDyn > 0, b.attnDyn > 0 && b.attnAcc}
 	if a := b.attn[key]; a != nil {
 		return a, nil
 	}
@@ -263,6 +264,9 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 	}
 	if b.attnDyn > 0 {
 		defs = append(defs, "ATTN_DYN=1")
+		if b.attnAcc {
+			defs = append(defs, "ATTN_ACC=1")
+		}
 	}
 	names := map[string]**kernel{"attn_split": &a.split, "attn_combine": &a.combine,
 		"attn_decode": &a.decode, "attn_prep": &a.prep, "attn_decode_deep": &a.deep, "attn_decode_deep3": &a.deep3}

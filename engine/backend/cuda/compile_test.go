@@ -53,6 +53,9 @@ func TestKernelsCompile(t *testing.T) {
 				// and where G > 8 keeps the static splits.
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_DYN=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_DYN=1", "ATTN_TIMING=1"}},
 					job{m, []string{"HD=64", "G=8", "ATTN_DYN=1"}}, job{m, []string{"HD=128", "G=16", "ATTN_DYN=1"}})
+				// A block's units into one partial (INFERNIX_CUDA_ATTN_ACC), timed too.
+				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_DYN=1", "ATTN_ACC=1"}},
+					job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_DYN=1", "ATTN_ACC=1", "ATTN_TIMING=1"}})
 				// The metadata kept in L2 and the merge's loads ahead of the
 				// position (KEEP_META, MS_SPEC; 2 and 1 by default), other
 				// settings and the plain loads, with the timeline too.

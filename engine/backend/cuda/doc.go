@@ -76,6 +76,8 @@
 //	                              attn_merge_splits (sm_90; run 21: no faster)
 //	INFERNIX_CUDA_ATTN_DYN=U      long contexts' folded decode attention: splits ("units") of U tiles
 //	                              (U ≥ 2) handed out to a fixed number of blocks as they ask (ATTN_DYN)
+//	INFERNIX_CUDA_ATTN_ACC=1      with ATTN_DYN: a block adds all the units it takes into one partial
+//	                              (ATTN_ACC; results vary by rounding with the order the blocks ask)
 //	INFERNIX_CUDA_ATTN_STAGES=2   the decode attention's K/V tile stages (default 3 up to head dim 128: 2 blocks per SM; 2: 3 blocks)
 //	INFERNIX_CUDA_FUSE=0          no operator fusion (fuse.go)
 //	INFERNIX_CUDA_NOFUSE=a,b      turn off parts: gemvf, norm, resid, swiglu, attn, prep (the

@@ -547,13 +547,16 @@ func TestAttnDyn(t *testing.T) {
 	m := build(t, cfg, &testWeights{be: b, seed: r.Uint64()}, b)
 	ps := prompts(r, cfg.VocabSize, 300, 420)
 	const steps = 12
-	run := func(base int32, dyn, blocks int) [][]float32 {
+	// tokens: where not nil, what each step feeds (static's choices, so
+	// that a run whose logits differ by rounding follows the same path).
+	var tokens [][]int32
+	run := func(base int32, dyn, blocks int, acc bool) [][]float32 {
 		b.flush()
-		defer func(d, n int) {
+		defer func(d, n int, a bool) {
 			b.flush()
-			b.attnDyn, b.attnBlocks = d, n
-		}(b.attnDyn, b.attnBlocks)
-		b.attnDyn, b.attnBlocks = dyn, blocks
+			b.attnDyn, b.attnBlocks, b.attnAcc = d, n, a
+		}(b.attnDyn, b.attnBlocks, b.attnAcc)
+		b.attnDyn, b.attnBlocks, b.attnAcc = dyn, blocks, acc
 		var l []*lane
 		for i := range ps {
 			ln := &lane{}
@@ -571,6 +574,9 @@ func TestAttnDyn(t *testing.T) {
 			for i, lg := range step(t, m, l, next) {
 				out = append(out, append([]float32(nil), lg...))
 				next[i] = []int32{reftest.Argmax(lg)}
+				if tokens != nil {
+					next[i] = tokens[len(out)-1]
+				}
 			}
 		}
 		return out
@@ -578,14 +584,15 @@ func TestAttnDyn(t *testing.T) {
 	// First passes size the decode scratch and compile ATTN_DYN's module
 	// (a step that grows a buffer or compiles runs that layer unfused:
 	// other launches, other rounding).
-	run(32, 0, 16)
-	run(32, 2, 8)
-	static := run(0, 0, 16)
+	run(32, 0, 16, false)
+	run(32, 2, 8, false)
+	run(32, 2, 8, true)
+	static := run(0, 0, 16, false)
 	// 2 blocks a token and KV head, then 1 (ATTN_BLOCKS=4), which takes
 	// every unit in turn.
 	for _, blocks := range []int{8, 4} {
 		d0 := b.dynRuns
-		dyn := run(16, 2, blocks)
+		dyn := run(16, 2, blocks, false)
 		if want := cfg.NumHiddenLayers * steps; b.dynRuns-d0 != want {
 			t.Errorf("ATTN_BLOCKS=%d: %d decode attentions handed out their units, want %d", blocks, b.dynRuns-d0, want)
 		}
@@ -596,6 +603,27 @@ func TestAttnDyn(t *testing.T) {
 				}
 			}
 		}
+	}
+	// ATTN_ACC: a block's units added into one partial (with 1 block a
+	// token and KV head, no merge at all): the logits of the same tokens
+	// within rounding of the static splits'.
+	for s := range static {
+		tokens = append(tokens, []int32{reftest.Argmax(static[s])})
+	}
+	for _, blocks := range []int{8, 4} {
+		d0 := b.dynRuns
+		acc := run(16, 2, blocks, true)
+		if want := cfg.NumHiddenLayers * steps; b.dynRuns-d0 != want {
+			t.Errorf("ATTN_ACC, ATTN_BLOCKS=%d: %d decode attentions handed out their units, want %d", blocks, b.dynRuns-d0, want)
+		}
+		var worst float64
+		for s := range static {
+			compare(t, fmt.Sprintf("ATTN_ACC, ATTN_BLOCKS=%d, row %d", blocks, s), acc[s], static[s], 2e-3)
+			for i, a := range static[s] {
+				worst = max(worst, math.Abs(float64(acc[s][i]-a)))
+			}
+		}
+		t.Logf("ATTN_ACC, ATTN_BLOCKS=%d: logits within %.3g of the static splits'", blocks, worst)
 	}
 }
 

@@ -25,6 +25,9 @@
 #ifndef FOLD_BLOCKS
 #define FOLD_BLOCKS(zmax, chunk) (zmax)  // attn_decode_tc_prep's grid depth (attn_prep_dyn_main.cpp: fewer, ATTN_DYN)
 #endif
+#ifndef FOLD_ZMAX
+#define FOLD_ZMAX(zmax, chunk) (zmax)  // its partials' slots (attn_prep_acc_main.cpp: a block's, ATTN_ACC)
+#endif
 
 template <class T> static std::vector<T> readv(size_t n) {
   std::vector<T> v(n);
@@ -77,6 +80,7 @@ template <int KT> static void run(const int* hdr) {
                     k.data(), v.data(), norm ? qw.data() : 0, norm ? kw.data() : 0, half > 0 ? cosT.data() : 0, sinT.data(),
                     kvh, zmax, chunk, half, scale, qeps, keps};
       p.deferMerge = ATTN_DEFER_EMU && zmax > 1;  // as the host: one split per token needs no merge
+      if (!st) p.zmax = FOLD_ZMAX(zmax, chunk);
       emu_launch3(kvh, T, st ? zmax : FOLD_BLOCKS(zmax, chunk), NT, 13, [=] {
         if (st) {
           attn_decode_tc_impl<KT, true, true>(p.kc, p.vc, p.q, p.out, p.part, p.cnt, p.tokTab, p.pos, p.tabs, p.kvh, p.scale,
@@ -90,7 +94,8 @@ template <int KT> static void run(const int* hdr) {
         float* op = out.data();
         const float* pp = part.data();
         const int* posp = pos.data();
-        emu_launch3(heads, T, (HD + 31) / 32, 32, 17, [=] { attn_merge_splits(op, pp, posp, heads, zmax, chunk); });
+        const int mz = p.zmax;
+        emu_launch3(heads, T, (HD + 31) / 32, 32, 17, [=] { attn_merge_splits(op, pp, posp, heads, mz, chunk); });
       }
     }
     fwrite(out.data(), 4, out.size(), stdout);
