@@ -52,7 +52,7 @@ func (l SampleLimits) Serves(r *SampleRequest) bool {
 	if r.Force >= 0 {
 		return r.Logprobs <= l.MaxLogprobs
 	}
-	return r.Sampler != nil && r.Logprobs <= l.MaxLogprobs && r.Sampler.BiasLen() <= l.MaxBias
+	return r.Sampler != nil && !r.Sampler.Masked() && r.Logprobs <= l.MaxLogprobs && r.Sampler.BiasLen() <= l.MaxBias
 }
 
 // RowSampler is an optional capability of backends that choose tokens

@@ -2,6 +2,7 @@ package sample
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 )
@@ -30,6 +31,7 @@ type Sampler struct {
 	seed   uint64
 	rng    rand.PCG
 	bias   []TokenLogProb // (id, bias) sorted by id
+	mask   []uint64       // allowed tokens (bit id%64 of word id/64); nil: all
 	pen    penalties
 
 	cand  []TokenLogProb // heap path: top-k candidates, best first
@@ -106,7 +108,17 @@ func (s *Sampler) Greedy() bool { return s.greedy }
 // AdjustsLogits reports whether Sample changes logits before choosing
 // (logit bias or a penalty is set). When it is false and Greedy is true,
 // the token is the plain argmax of the model's logits.
-func (s *Sampler) AdjustsLogits() bool { return len(s.bias) > 0 || s.pen.active() }
+func (s *Sampler) AdjustsLogits() bool { return len(s.bias) > 0 || s.pen.active() || s.mask != nil }
+
+// SetMask restricts the next draws to the tokens whose bits are set (bit
+// id%64 of mask[id/64]; ids past the mask are excluded), as constrained
+// decoding asks; nil lifts the restriction. The sampler keeps mask, which
+// the caller may rewrite between draws. A mask that allows no token
+// leaves token 0, as all -Inf logits do.
+func (s *Sampler) SetMask(mask []uint64) { s.mask = mask }
+
+// Masked reports whether a mask is set (device samplers do not apply one).
+func (s *Sampler) Masked() bool { return s.mask != nil }
 
 // Seed returns the seed of the sequence's generator: Params.Seed, or the
 // random one New drew.
@@ -181,8 +193,11 @@ func (s *Sampler) writes() bool {
 	return s.AdjustsLogits() || (!s.greedy && s.cand == nil)
 }
 
-// adjust applies logit bias, then the penalties.
+// adjust applies the mask, logit bias, then the penalties.
 func (s *Sampler) adjust(logits []float32) {
+	if s.mask != nil {
+		applyMask(logits, s.mask)
+	}
 	for _, b := range s.bias {
 		logits[b.ID] += b.LogProb
 	}
@@ -193,3 +208,23 @@ func (s *Sampler) adjust(logits []float32) {
 
 // uniform returns a float64 uniform in [0, 1) from the top 53 bits.
 func (s *Sampler) uniform() float64 { return float64(s.rng.Uint64()>>11) * 0x1p-53 }
+
+// applyMask sets the logits of excluded tokens to -Inf.
+func applyMask(logits []float32, mask []uint64) {
+	negInf := float32(math.Inf(-1))
+	for w := 0; w*64 < len(logits); w++ {
+		lo, hi := w*64, min(w*64+64, len(logits))
+		var bits uint64
+		if w < len(mask) {
+			bits = mask[w]
+		}
+		if bits == ^uint64(0) {
+			continue
+		}
+		for i := lo; i < hi; i++ {
+			if bits&(1<<(i-lo)) == 0 {
+				logits[i] = negInf
+			}
+		}
+	}
+}

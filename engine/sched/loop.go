@@ -291,6 +291,7 @@ func (s *Scheduler) request(l *lane) backend.SampleRequest {
 	case len(l.forced) > 0:
 		r.Force = l.forced[0]
 	}
+	s.constrain(l)
 	return r
 }
 
@@ -319,6 +320,12 @@ func (s *Scheduler) emit(l *lane, res *backend.SampleResult) {
 // and sends the event.
 func (s *Scheduler) accept(l *lane, ev Event) {
 	tok := ev.Token
+	if l.constrained(&ev) {
+		if err := l.req.Constraint.Accept(tok); err != nil {
+			s.finish(l, "error", err)
+			return
+		}
+	}
 	l.sampler.Accept(tok)
 	l.tokens = append(l.tokens, tok)
 	l.gen++

@@ -98,6 +98,13 @@ type Request struct {
 	// block at or before it, so that the next conversation resumes there
 	// (snapshots.go); other models ignore it.
 	SharedPrefix int
+	// Constraint, when set, limits the tokens generated outside think
+	// blocks (constraint.go). It is the request's own: not shared.
+	// MayOpenThink says that the reply may start with ThinkOpen (the
+	// prompt leaves the think block to the model, as Qwen3's template does
+	// with thinking on); the constraint then allows it as the first token.
+	Constraint   Constraint
+	MayOpenThink bool
 }
 
 // Event is a step of a request's output, in order; the last has Done set.
@@ -157,6 +164,8 @@ type lane struct {
 	budget   int
 	forced   []int32
 	stop     map[int32]bool
+	mask     []uint64 // Request.Constraint's mask for the draw after token maskFor-1
+	maskFor  int
 	admitted int64 // admission order: the youngest is preempted first
 	slot     int32 // recurrent-state slot of hybrid models (-1: none)
 	running  bool

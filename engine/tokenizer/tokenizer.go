@@ -200,6 +200,17 @@ func (t *Tokenizer) VocabSize() int { return t.vocabSize }
 // Decode(..., skipSpecial=true) drops.
 func (t *Tokenizer) IsSpecial(id int32) bool { return t.valid(id) && t.special[id] }
 
+// IsAdded reports whether id is an added token (special or not: Qwen's
+// <think> and <tool_call> are added tokens that are not special), text
+// that the tokenizer matches whole before BPE.
+func (t *Tokenizer) IsAdded(id int32) bool {
+	if !t.valid(id) {
+		return false
+	}
+	a, ok := t.addedIDs[t.tokens[id]]
+	return ok && a == id
+}
+
 // TokenBytes returns the bytes that token id decodes to (a special token's
 // bytes are its content). It returns nil for an unknown id. The slice is
 // shared: callers must not modify it.

@@ -1,0 +1,65 @@
+package constrain
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/infernix/infernix/engine/tokenizer"
+)
+
+// qwenVocab indexes the real Qwen3 tokenizer (tests/testdata) as the server
+// does: added and special tokens excluded.
+func qwenVocab(b *testing.B) *Vocab {
+	dir := filepath.Join("..", "..", "tests", "testdata", "qwen3-tokenizer")
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
+		b.Skip("no Qwen3 tokenizer in tests/testdata")
+	}
+	tk, err := tokenizer.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	toks := make([][]byte, tk.VocabSize())
+	for id := range toks {
+		if t := int32(id); !tk.IsAdded(t) && !tk.IsSpecial(t) {
+			toks[id] = tk.TokenBytes(t)
+		}
+	}
+	return NewVocab(toks, 151936)
+}
+
+// BenchmarkMaskUncached is one vocabulary walk of Qwen3's 151k tokens per
+// op, in the costliest state (inside a string, where nearly every token is
+// allowed) and at an object's key.
+func BenchmarkMaskUncached(b *testing.B) {
+	v := qwenVocab(b)
+	for _, c := range []struct{ name, prefix string }{{"in_string", `{"name": "x`}, {"at_key", `{"name": "x", `}} {
+		b.Run(c.name, func(b *testing.B) {
+			g, _ := Compile([]byte(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}}}`))
+			m := g.Matcher(v)
+			if err := m.Feed([]byte(c.prefix)); err != nil {
+				b.Fatal(err)
+			}
+			mask := make([]uint64, m.Words())
+			for b.Loop() {
+				clear(mask)
+				m.v.walk(&m.w, m.state, mask)
+			}
+		})
+	}
+}
+
+// BenchmarkMaskCached is Allowed when the state's mask is cached: what a
+// sequence pays per token inside a long string.
+func BenchmarkMaskCached(b *testing.B) {
+	v := qwenVocab(b)
+	m := JSONObject().Matcher(v)
+	if err := m.Feed([]byte(`{"a": "x`)); err != nil {
+		b.Fatal(err)
+	}
+	mask := make([]uint64, m.Words())
+	m.Allowed(mask)
+	for b.Loop() {
+		m.Allowed(mask)
+	}
+}

@@ -1,0 +1,40 @@
+// Package constrain restricts generation to JSON, optionally JSON of a
+// schema: the engine's constrained decoding, behind OpenAI's response_format
+// (json_object, json_schema), the Responses API's text.format and the
+// grammar hook.
+//
+// Compile turns a JSON Schema into a Grammar (immutable, shared by any
+// number of requests). A Vocab indexes a tokenizer's tokens by their bytes
+// (a trie, built once). Grammar.Matcher gives one sequence's Matcher, which
+// implements sched.Constraint: before each generated token it says which
+// tokens may come next (the tokens whose bytes keep the output a prefix of
+// some accepted document) and whether the document may end there; after it,
+// it advances by the token.
+//
+// The language is byte-level: a byte pushdown automaton whose state is a
+// small set of configurations (alternatives of anyOf, enum values that are
+// prefixes of one another). Masks are cached per grammar by the automaton's
+// state, so a sequence that stays inside a string pays the vocabulary walk
+// once.
+//
+// What is enforced, and how:
+//   - whitespace where JSON allows it, as one space or a newline and at
+//     most MaxIndent spaces or tabs (so that no model pads forever), at most
+//     MaxLeading bytes before the document and none after it; numbers of
+//     at most 32 bytes; strings of valid UTF-8 without control characters;
+//   - objects with "properties" take those properties only, in the order the
+//     schema lists them, the "required" ones never skipped (OpenAI's
+//     structured outputs produce the same order); objects without
+//     "properties" take any keys, their values "additionalProperties" (a
+//     schema, or any JSON when true or absent);
+//   - "type" (one or a list), "enum", "const", "anyOf", "oneOf" (as anyOf),
+//     "allOf" of one schema, "$ref" to "#", "#/$defs/…" or
+//     "#/definitions/…" (recursion allowed), "items", "minItems",
+//     "maxItems", "nullable"; at most 64 enum values, properties or
+//     alternatives in one place;
+//   - annotations ("title", "description", "default", "examples",
+//     "$schema", "$id", "$comment", "strict", "format", "deprecated",
+//     "readOnly", "writeOnly") are ignored; any other keyword is refused
+//     with its path, since output that silently ignores a constraint is
+//     worse than a clear error.
+package constrain

@@ -1,0 +1,600 @@
+package constrain
+
+// The byte automaton. A configuration is the innermost container being
+// written (its node, phase and counter) by value, the enclosing ones as a
+// persistent linked list of frames, and the scalar lexer's state. Stepping
+// a byte never mutates a configuration: it appends the successors, so
+// configurations are shared freely between a state's alternatives and the
+// vocabulary walk's levels.
+
+// Whitespace between tokens is one space, or a newline and at most
+// MaxIndent spaces or tabs (llama.cpp's JSON grammar allows the same), so
+// that a model can pretty-print but not pad forever; before the document,
+// at most MaxLeading whitespace bytes (Qwen3 writes "\n\n" after its think
+// block).
+const (
+	MaxIndent  = 20
+	MaxLeading = 4
+)
+
+// ws states of lexer.ws between tokens: none yet, after a space (nothing
+// more), or wsNewline+k after a newline and k indentation bytes.
+const (
+	wsNone    = 0
+	wsSpace   = 1
+	wsNewline = 2
+)
+
+// maxNumberLen bounds a number's length, so that no model writes digits
+// forever.
+const maxNumberLen = 32
+
+// maxExpand bounds the nesting of anyOf and $ref expanded at one value
+// (a schema whose reference loops without a container in between).
+const maxExpand = 24
+
+// phase is where a configuration is within its container.
+type phase uint8
+
+const (
+	pRootValue phase = iota // a value is expected
+	pRootDone               // the document is complete
+	pObjFirst               // after '{': a key or '}'
+	pObjColon               // after a key: ':'
+	pObjValue               // after ':': a value
+	pObjNext                // after a value: ',' or '}'
+	pObjKey                 // after ',': a key
+	pArrFirst               // after '[': a value or ']'
+	pArrNext                // after an item: ',' or ']'
+	pArrValue               // after ',': a value
+)
+
+// lexMode is the scalar being read, if any.
+type lexMode uint8
+
+const (
+	lexNone   lexMode = iota
+	lexString         // sub: strNormal, strEsc, strHex (n hex digits so far), strUTF8 (n bytes to go)
+	lexNumber         // sub: a num* state; integer: no fraction or exponent
+	lexLit            // matching lit.lits (or lit.keys when key) against cand, n bytes so far
+)
+
+const (
+	strNormal uint8 = iota
+	strEsc
+	strHex
+	strUTF8
+)
+
+const (
+	numMinus uint8 = iota // '-'
+	numZero               // a leading 0
+	numInt                // integer digits
+	numDot                // '.'
+	numFrac               // fraction digits
+	numE                  // 'e' or 'E'
+	numESign              // the exponent's sign
+	numExp                // exponent digits
+)
+
+type lexer struct {
+	lit     *node
+	cand    uint64
+	n       uint16
+	mode    lexMode
+	sub     uint8
+	ws      uint8 // whitespace bytes in a row at this point
+	lo, hi  byte  // strUTF8: the range of the next byte
+	integer bool
+	key     bool
+}
+
+type frame struct {
+	node  *node
+	up    *frame
+	idx   int32
+	phase phase
+}
+
+type config struct {
+	lex   lexer
+	node  *node // the container (or, at the root, the document's schema)
+	up    *frame
+	idx   int32 // object: the next property's index (or the key matched); array: items so far
+	phase phase
+}
+
+func isWS(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b == '\r' }
+
+// start is the configuration before any byte.
+func start(root *node) config { return config{node: root, phase: pRootValue} }
+
+// final reports whether the document may end in c.
+func (c *config) final() bool {
+	if c.up != nil || c.phase != pRootDone {
+		return false
+	}
+	switch c.lex.mode {
+	case lexNone:
+		return true
+	case lexNumber:
+		return numFinal(c.lex.sub)
+	case lexLit:
+		return c.lex.litDone()
+	}
+	return false
+}
+
+func numFinal(s uint8) bool { return s == numZero || s == numInt || s == numFrac || s == numExp }
+
+// litDone reports whether a candidate is complete.
+func (l *lexer) litDone() bool {
+	tab := l.table()
+	for m := l.cand; m != 0; m &= m - 1 {
+		if len(tab[trailing(m)]) == int(l.n) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *lexer) table() []string {
+	if l.key {
+		return l.lit.keys
+	}
+	return l.lit.lits
+}
+
+func trailing(m uint64) int {
+	n := 0
+	for m&1 == 0 {
+		m >>= 1
+		n++
+	}
+	return n
+}
+
+// step appends to out the configurations c becomes after b.
+func step(c config, b byte, out []config) []config {
+	switch c.lex.mode {
+	case lexString:
+		if c.lex.stringByte(b) {
+			out = append(out, c)
+		}
+		return out
+	case lexNumber:
+		if c.lex.numberByte(b) {
+			return append(out, c)
+		}
+		if !numFinal(c.lex.sub) {
+			return out
+		}
+		c.lex = lexer{}
+		return structural(c, b, out)
+	case lexLit:
+		return c.litByte(b, out)
+	}
+	return structural(c, b, out)
+}
+
+// stringByte advances a string by b (in place), reporting whether b is
+// allowed. The closing quote ends the lexer.
+func (l *lexer) stringByte(b byte) bool {
+	switch l.sub {
+	case strNormal:
+		switch {
+		case b == '"':
+			*l = lexer{}
+		case b == '\\':
+			l.sub = strEsc
+		case b < 0x20:
+			return false
+		case b < 0x80:
+		default:
+			n, lo, hi := utf8Lead(b)
+			if n == 0 {
+				return false
+			}
+			l.sub, l.n, l.lo, l.hi = strUTF8, uint16(n-1), lo, hi
+		}
+	case strEsc:
+		switch b {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			l.sub = strNormal
+		case 'u':
+			l.sub, l.n = strHex, 0
+		default:
+			return false
+		}
+	case strHex:
+		if !isHex(b) {
+			return false
+		}
+		if l.n++; l.n == 4 {
+			l.sub = strNormal
+		}
+	case strUTF8:
+		if b < l.lo || b > l.hi {
+			return false
+		}
+		l.lo, l.hi = 0x80, 0xBF
+		if l.n--; l.n == 0 {
+			l.sub = strNormal
+		}
+	}
+	return true
+}
+
+func isHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }
+
+// utf8Lead gives a lead byte's sequence length and its second byte's range
+// (Unicode Table 3-7); n = 0 for a byte that starts no sequence.
+func utf8Lead(c byte) (n int, lo, hi byte) {
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		return 2, 0x80, 0xBF
+	case c == 0xE0:
+		return 3, 0xA0, 0xBF
+	case c == 0xED:
+		return 3, 0x80, 0x9F
+	case c >= 0xE1 && c <= 0xEF:
+		return 3, 0x80, 0xBF
+	case c == 0xF0:
+		return 4, 0x90, 0xBF
+	case c >= 0xF1 && c <= 0xF3:
+		return 4, 0x80, 0xBF
+	case c == 0xF4:
+		return 4, 0x80, 0x8F
+	}
+	return 0, 0, 0
+}
+
+// numberByte advances a number by b (in place), reporting whether b
+// continues it.
+func (l *lexer) numberByte(b byte) bool {
+	if l.n >= maxNumberLen {
+		return false
+	}
+	digit := b >= '0' && b <= '9'
+	next := l.sub
+	switch l.sub {
+	case numMinus:
+		switch {
+		case b == '0':
+			next = numZero
+		case digit:
+			next = numInt
+		default:
+			return false
+		}
+	case numZero, numInt:
+		switch {
+		case digit && l.sub == numInt:
+		case b == '.' && !l.integer:
+			next = numDot
+		case (b == 'e' || b == 'E') && !l.integer:
+			next = numE
+		default:
+			return false
+		}
+	case numDot, numFrac:
+		switch {
+		case digit:
+			next = numFrac
+		case (b == 'e' || b == 'E') && l.sub == numFrac:
+			next = numE
+		default:
+			return false
+		}
+	case numE:
+		switch {
+		case b == '+' || b == '-':
+			next = numESign
+		case digit:
+			next = numExp
+		default:
+			return false
+		}
+	case numESign, numExp:
+		if !digit {
+			return false
+		}
+		next = numExp
+	}
+	l.sub = next
+	l.n++
+	return true
+}
+
+// litByte advances a literal (an enum value, or an object's key) by b. A
+// candidate that completes while longer ones continue forks the
+// configuration: one where the literal ended (b then belongs to what
+// follows) is handled by the caller seeing the ended literal before b.
+func (c config) litByte(b byte, out []config) []config {
+	tab := c.lex.table()
+	n := int(c.lex.n)
+	var keep uint64
+	done := false
+	for m := c.lex.cand; m != 0; m &= m - 1 {
+		i := trailing(m)
+		s := tab[i]
+		switch {
+		case len(s) == n:
+			done = true
+		case s[n] == b:
+			keep |= 1 << i
+		}
+	}
+	if done && !c.lex.key {
+		// The literal may have ended before b (an enum's "1" against "12").
+		e := c
+		e.lex = lexer{}
+		out = structural(e, b, out)
+	}
+	if keep == 0 {
+		return out
+	}
+	c.lex.cand, c.lex.n = keep, uint16(n+1)
+	if c.lex.key {
+		// Keys end with their closing quote, so a key is matched when its
+		// last byte is.
+		for m := keep; m != 0; m &= m - 1 {
+			if i := trailing(m); len(tab[i]) == n+1 {
+				c.lex = lexer{}
+				c.idx, c.phase = int32(i), pObjColon
+				return append(out, c)
+			}
+		}
+		return append(out, c)
+	}
+	if c.lex.litDoneAfter(tab, n+1) && keep&(keep-1) == 0 {
+		c.lex = lexer{} // the only candidate is complete: nothing can follow within it
+	}
+	return append(out, c)
+}
+
+func (l *lexer) litDoneAfter(tab []string, n int) bool {
+	for m := l.cand; m != 0; m &= m - 1 {
+		if len(tab[trailing(m)]) == n {
+			return true
+		}
+	}
+	return false
+}
+
+// whitespace advances the whitespace run by b (in place), reporting
+// whether b is allowed; leading: before the document.
+func (l *lexer) whitespace(b byte, leading bool) bool {
+	if leading {
+		if l.ws >= MaxLeading {
+			return false
+		}
+		l.ws++
+		return true
+	}
+	switch {
+	case b == ' ' && l.ws == wsNone:
+		l.ws = wsSpace
+	case b == '\n' && l.ws == wsNone:
+		l.ws = wsNewline
+	case (b == ' ' || b == '\t') && l.ws >= wsNewline && l.ws < wsNewline+MaxIndent:
+		l.ws++
+	default:
+		return false
+	}
+	return true
+}
+
+// structural handles b between scalars.
+func structural(c config, b byte, out []config) []config {
+	if isWS(b) {
+		if c.phase == pRootDone || !c.lex.whitespace(b, c.phase == pRootValue && c.up == nil) {
+			return out
+		}
+		return append(out, c)
+	}
+	c.lex.ws = 0
+	n := c.node
+	switch c.phase {
+	case pRootValue:
+		c.phase = pRootDone
+		return beginValue(c, n, b, out, 0)
+	case pRootDone:
+		return out
+	case pObjFirst, pObjKey:
+		if b == '}' && c.phase == pObjFirst && !n.requiresFrom(0) {
+			return pop(c, out)
+		}
+		if b != '"' {
+			return out
+		}
+		if n.props == nil {
+			if n.extra == nil {
+				return out
+			}
+			c.phase = pObjColon
+			c.lex = lexer{mode: lexString}
+			return append(out, c)
+		}
+		var cand uint64
+		for i := int(c.idx); i < len(n.props); i++ {
+			cand |= 1 << i
+			if n.props[i].required {
+				break
+			}
+		}
+		if cand == 0 {
+			return out
+		}
+		c.lex = lexer{mode: lexLit, lit: n, key: true, cand: cand, n: 1}
+		return append(out, c)
+	case pObjColon:
+		if b != ':' {
+			return out
+		}
+		c.phase = pObjValue
+		return append(out, c)
+	case pObjValue:
+		v := n.extra
+		if n.props != nil {
+			v = n.props[c.idx].value
+			c.idx++
+		}
+		c.phase = pObjNext
+		return beginValue(c, v, b, out, 0)
+	case pObjNext:
+		switch b {
+		case ',':
+			if n.props != nil && int(c.idx) >= len(n.props) {
+				return out
+			}
+			c.phase = pObjKey
+			return append(out, c)
+		case '}':
+			if n.requiresFrom(int(c.idx)) {
+				return out
+			}
+			return pop(c, out)
+		}
+		return out
+	case pArrFirst:
+		if b == ']' {
+			if n.minItems > 0 {
+				return out
+			}
+			return pop(c, out)
+		}
+		if n.maxItems == 0 {
+			return out
+		}
+		c.phase, c.idx = pArrNext, c.idx+1
+		return beginValue(c, n.items, b, out, 0)
+	case pArrNext:
+		switch b {
+		case ',':
+			if n.maxItems >= 0 && int(c.idx) >= n.maxItems {
+				return out
+			}
+			c.phase = pArrValue
+			return append(out, c)
+		case ']':
+			if int(c.idx) < n.minItems {
+				return out
+			}
+			return pop(c, out)
+		}
+		return out
+	case pArrValue:
+		c.phase, c.idx = pArrNext, c.idx+1
+		return beginValue(c, n.items, b, out, 0)
+	}
+	return out
+}
+
+func (n *node) requiresFrom(i int) bool {
+	return n.props != nil && i < len(n.reqFrom) && n.reqFrom[i]
+}
+
+// pop closes the current container.
+func pop(c config, out []config) []config {
+	f := c.up
+	c.node, c.phase, c.idx, c.up = f.node, f.phase, f.idx, f.up
+	return append(out, c)
+}
+
+// anyObject and anyArray are the containers of kAny values.
+var (
+	anyValue  = &node{kind: kAny, id: -1, maxItems: -1}
+	anyObject = &node{kind: kObject, id: -2, extra: anyValue, maxItems: -1}
+	anyArray  = &node{kind: kArray, id: -3, items: anyValue, maxItems: -1}
+	boolLits  = &node{kind: kLiteral, id: -4, lits: []string{"true", "false"}, maxItems: -1}
+	nullLits  = &node{kind: kLiteral, id: -5, lits: []string{"null"}, maxItems: -1}
+	anyString = &node{kind: kString, id: -6, maxItems: -1}
+	anyNumber = &node{kind: kNumber, id: -7, maxItems: -1}
+)
+
+// beginValue starts a value of node n with byte b; c's phase is already
+// what follows the value.
+func beginValue(c config, n *node, b byte, out []config, depth int) []config {
+	switch n.kind {
+	case kUnion:
+		if depth >= maxExpand {
+			return out
+		}
+		for _, a := range n.alts {
+			out = beginValue(c, a, b, out, depth+1)
+		}
+		return out
+	case kAny:
+		switch {
+		case b == '{':
+			n = anyObject
+		case b == '[':
+			n = anyArray
+		case b == '"':
+			n = anyString
+		case b == '-' || b >= '0' && b <= '9':
+			n = anyNumber
+		case b == 't' || b == 'f':
+			n = boolLits
+		case b == 'n':
+			n = nullLits
+		default:
+			return out
+		}
+		return beginValue(c, n, b, out, depth)
+	case kObject:
+		if b != '{' {
+			return out
+		}
+		return push(c, n, pObjFirst, out)
+	case kArray:
+		if b != '[' {
+			return out
+		}
+		return push(c, n, pArrFirst, out)
+	case kString:
+		if b != '"' {
+			return out
+		}
+		c.lex = lexer{mode: lexString}
+		return append(out, c)
+	case kNumber, kInteger:
+		c.lex = lexer{mode: lexNumber, sub: numMinus, integer: n.kind == kInteger}
+		switch {
+		case b == '-':
+		case b == '0':
+			c.lex.sub = numZero
+		case b >= '1' && b <= '9':
+			c.lex.sub = numInt
+		default:
+			return out
+		}
+		c.lex.n = 1
+		return append(out, c)
+	case kLiteral:
+		var cand uint64
+		for i, s := range n.lits {
+			if s[0] == b {
+				cand |= 1 << i
+			}
+		}
+		if cand == 0 {
+			return out
+		}
+		c.lex = lexer{mode: lexLit, lit: n, cand: cand, n: 1}
+		if c.lex.litDoneAfter(n.lits, 1) && cand&(cand-1) == 0 {
+			c.lex = lexer{}
+		}
+		return append(out, c)
+	}
+	return out
+}
+
+// push opens a container; the enclosing one resumes at c's phase.
+func push(c config, n *node, ph phase, out []config) []config {
+	f := &frame{node: c.node, up: c.up, idx: c.idx, phase: c.phase}
+	c.node, c.up, c.idx, c.phase = n, f, 0, ph
+	c.lex = lexer{}
+	return append(out, c)
+}

@@ -1,0 +1,527 @@
+package constrain
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// kind is what a node accepts.
+type kind uint8
+
+const (
+	kAny     kind = iota // any JSON value
+	kObject              // props (in order), or any keys with extra values
+	kArray               // items, minItems..maxItems of them
+	kString              // any string
+	kNumber              // any number
+	kInteger             // a number without fraction or exponent
+	kLiteral             // one of lits (JSON texts: enum, const, true/false, null)
+	kUnion               // any of alts
+)
+
+// maxAlternatives bounds enum values, object properties and anyOf members:
+// the automaton tracks candidates in a 64-bit set.
+const maxAlternatives = 64
+
+// node is a compiled schema. Nodes form a graph ($ref may recurse); they are
+// immutable once Compile returns.
+type node struct {
+	kind  kind
+	id    int32
+	props []prop   // kObject with properties
+	keys  []string // props' keys as JSON strings, quotes included
+	// reqFrom[i] reports that a required property is at index >= i.
+	reqFrom  []bool
+	extra    *node // kObject without properties: the values' schema
+	items    *node // kArray
+	minItems int
+	maxItems int      // -1: no limit
+	lits     []string // kLiteral
+	alts     []*node  // kUnion
+}
+
+type prop struct {
+	value    *node
+	required bool
+}
+
+// Grammar is a compiled schema with its mask cache. It is safe for
+// concurrent use.
+type Grammar struct {
+	root  *node
+	nodes int
+	cache maskCache
+}
+
+// value is a JSON value with objects' key order kept.
+type value struct {
+	raw  json.RawMessage // the value's text (for enum and const)
+	obj  []member        // when an object
+	arr  []value         // when an array
+	str  string          // when a string
+	num  json.Number     // when a number
+	kind byte            // 'o', 'a', 's', 'n', 'b', 'z' (null)
+	b    bool
+}
+
+type member struct {
+	key string
+	val value
+}
+
+// parseValue decodes one JSON document keeping key order.
+func parseValue(data []byte) (value, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := readValue(dec, data)
+	if err != nil {
+		return value{}, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return value{}, fmt.Errorf("text after the schema")
+	}
+	return v, nil
+}
+
+func readValue(dec *json.Decoder, data []byte) (value, error) {
+	start := dec.InputOffset()
+	t, err := dec.Token()
+	if err != nil {
+		return value{}, err
+	}
+	var v value
+	switch t := t.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			v.kind = 'o'
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return value{}, err
+				}
+				k, _ := kt.(string)
+				mv, err := readValue(dec, data)
+				if err != nil {
+					return value{}, err
+				}
+				v.obj = append(v.obj, member{k, mv})
+			}
+		case '[':
+			v.kind = 'a'
+			for dec.More() {
+				ev, err := readValue(dec, data)
+				if err != nil {
+					return value{}, err
+				}
+				v.arr = append(v.arr, ev)
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return value{}, err
+		}
+	case string:
+		v.kind, v.str = 's', t
+	case json.Number:
+		v.kind, v.num = 'n', t
+	case bool:
+		v.kind, v.b = 'b', t
+	case nil:
+		v.kind = 'z'
+	}
+	raw := bytes.TrimSpace(data[start:dec.InputOffset()])
+	raw = bytes.TrimLeft(raw, ",: \t\r\n")
+	v.raw = raw
+	return v, nil
+}
+
+func (v value) get(key string) (value, bool) {
+	for _, m := range v.obj {
+		if m.key == key {
+			return m.val, true
+		}
+	}
+	return value{}, false
+}
+
+// canonical is v's compact JSON text, the form the model must write for
+// enum and const values.
+func (v value) canonical() (string, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, v.raw); err != nil {
+		return "", err
+	}
+	if v.kind == 's' { // one spelling: Go's escaping without HTML escapes
+		return quoteJSON(v.str), nil
+	}
+	if v.kind == 'o' || v.kind == 'a' {
+		return "", fmt.Errorf("enum and const values must be strings, numbers, booleans or null")
+	}
+	return buf.String(), nil
+}
+
+func quoteJSON(s string) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// SchemaError is a schema Compile cannot enforce; Path is the JSON pointer
+// of the offending part ("" for the whole schema).
+type SchemaError struct {
+	Path string
+	Msg  string
+}
+
+func (e *SchemaError) Error() string {
+	if e.Path == "" {
+		return "schema: " + e.Msg
+	}
+	return "schema " + e.Path + ": " + e.Msg
+}
+
+// ignored are annotations that do not constrain output.
+var ignored = map[string]bool{
+	"title": true, "description": true, "default": true, "examples": true, "$schema": true, "$id": true,
+	"$comment": true, "strict": true, "format": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+	"$defs": true, "definitions": true, "name": true,
+}
+
+// compiler holds one Compile's state.
+type compiler struct {
+	doc   value
+	refs  map[string]*node
+	nodes int
+}
+
+// Compile compiles a JSON Schema (see the package documentation for what is
+// enforced). An empty schema, {} or true accepts any JSON value.
+func Compile(schema []byte) (*Grammar, error) {
+	if len(bytes.TrimSpace(schema)) == 0 {
+		schema = []byte("{}")
+	}
+	doc, err := parseValue(schema)
+	if err != nil {
+		return nil, &SchemaError{Msg: "not JSON: " + err.Error()}
+	}
+	c := &compiler{doc: doc, refs: map[string]*node{}}
+	root, err := c.compile(doc, "")
+	if err != nil {
+		return nil, err
+	}
+	return &Grammar{root: root, nodes: c.nodes}, nil
+}
+
+// JSONObject is the grammar of response_format json_object: any object.
+func JSONObject() *Grammar {
+	g, err := Compile([]byte(`{"type":"object"}`))
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+func (c *compiler) newNode(k kind) *node {
+	c.nodes++
+	return &node{kind: k, id: int32(c.nodes), maxItems: -1}
+}
+
+func (c *compiler) compile(v value, path string) (*node, error) {
+	switch v.kind {
+	case 'b':
+		if v.b {
+			return c.newNode(kAny), nil
+		}
+		return nil, &SchemaError{path, "false accepts nothing"}
+	case 'o':
+	default:
+		return nil, &SchemaError{path, "a schema must be an object or true"}
+	}
+	if r, ok := v.get("$ref"); ok {
+		return c.ref(r, path)
+	}
+	for _, m := range v.obj {
+		switch m.key {
+		case "type", "enum", "const", "anyOf", "oneOf", "allOf", "properties", "required", "additionalProperties",
+			"items", "minItems", "maxItems", "nullable":
+		default:
+			if !ignored[m.key] {
+				return nil, &SchemaError{path + "/" + m.key, "not supported by constrained decoding"}
+			}
+		}
+	}
+	n, err := c.compileBody(v, path)
+	if err != nil {
+		return nil, err
+	}
+	if nb, ok := v.get("nullable"); ok && nb.kind == 'b' && nb.b {
+		u := c.newNode(kUnion)
+		null := c.newNode(kLiteral)
+		null.lits = []string{"null"}
+		u.alts = []*node{n, null}
+		n = u
+	}
+	return n, nil
+}
+
+func (c *compiler) compileBody(v value, path string) (*node, error) {
+	if e, ok := v.get("const"); ok {
+		s, err := e.canonical()
+		if err != nil {
+			return nil, &SchemaError{path + "/const", err.Error()}
+		}
+		n := c.newNode(kLiteral)
+		n.lits = []string{s}
+		return n, nil
+	}
+	if e, ok := v.get("enum"); ok {
+		if e.kind != 'a' || len(e.arr) == 0 {
+			return nil, &SchemaError{path + "/enum", "must be a non-empty array"}
+		}
+		if len(e.arr) > maxAlternatives {
+			return nil, &SchemaError{path + "/enum", fmt.Sprintf("more than %d values", maxAlternatives)}
+		}
+		n := c.newNode(kLiteral)
+		for i, x := range e.arr {
+			s, err := x.canonical()
+			if err != nil {
+				return nil, &SchemaError{path + "/enum/" + strconv.Itoa(i), err.Error()}
+			}
+			if !slices.Contains(n.lits, s) {
+				n.lits = append(n.lits, s)
+			}
+		}
+		return n, nil
+	}
+	for _, key := range []string{"anyOf", "oneOf", "allOf"} {
+		a, ok := v.get(key)
+		if !ok {
+			continue
+		}
+		if a.kind != 'a' || len(a.arr) == 0 {
+			return nil, &SchemaError{path + "/" + key, "must be a non-empty array"}
+		}
+		if key == "allOf" {
+			if len(a.arr) != 1 {
+				return nil, &SchemaError{path + "/allOf", "only an allOf of one schema is supported"}
+			}
+			return c.compile(a.arr[0], path+"/allOf/0")
+		}
+		if len(a.arr) > maxAlternatives {
+			return nil, &SchemaError{path + "/" + key, fmt.Sprintf("more than %d alternatives", maxAlternatives)}
+		}
+		u := c.newNode(kUnion)
+		for i, x := range a.arr {
+			n, err := c.compile(x, path+"/"+key+"/"+strconv.Itoa(i))
+			if err != nil {
+				return nil, err
+			}
+			u.alts = append(u.alts, n)
+		}
+		return u, nil
+	}
+	t, ok := v.get("type")
+	if !ok {
+		switch {
+		case has(v, "properties") || has(v, "additionalProperties") || has(v, "required"):
+			return c.typed("object", v, path)
+		case has(v, "items") || has(v, "minItems") || has(v, "maxItems"):
+			return c.typed("array", v, path)
+		}
+		return c.newNode(kAny), nil
+	}
+	switch t.kind {
+	case 's':
+		return c.typed(t.str, v, path)
+	case 'a':
+		if len(t.arr) == 0 {
+			return nil, &SchemaError{path + "/type", "an empty list of types accepts nothing"}
+		}
+		u := c.newNode(kUnion)
+		for i, x := range t.arr {
+			if x.kind != 's' {
+				return nil, &SchemaError{path + "/type/" + strconv.Itoa(i), "must be a type name"}
+			}
+			n, err := c.typed(x.str, v, path)
+			if err != nil {
+				return nil, err
+			}
+			u.alts = append(u.alts, n)
+		}
+		if len(u.alts) == 1 {
+			return u.alts[0], nil
+		}
+		return u, nil
+	}
+	return nil, &SchemaError{path + "/type", "must be a type name or a list of them"}
+}
+
+func has(v value, key string) bool {
+	_, ok := v.get(key)
+	return ok
+}
+
+func (c *compiler) typed(t string, v value, path string) (*node, error) {
+	switch t {
+	case "string":
+		return c.newNode(kString), nil
+	case "number":
+		return c.newNode(kNumber), nil
+	case "integer":
+		return c.newNode(kInteger), nil
+	case "boolean":
+		n := c.newNode(kLiteral)
+		n.lits = []string{"true", "false"}
+		return n, nil
+	case "null":
+		n := c.newNode(kLiteral)
+		n.lits = []string{"null"}
+		return n, nil
+	case "object":
+		return c.object(v, path)
+	case "array":
+		return c.array(v, path)
+	}
+	return nil, &SchemaError{path + "/type", fmt.Sprintf("unknown type %q", t)}
+}
+
+func (c *compiler) object(v value, path string) (*node, error) {
+	n := c.newNode(kObject)
+	props, hasProps := v.get("properties")
+	if hasProps && (props.kind != 'o' || len(props.obj) == 0) {
+		hasProps = false // {} properties: any keys, as without them
+		if props.kind != 'o' {
+			return nil, &SchemaError{path + "/properties", "must be an object"}
+		}
+	}
+	if !hasProps {
+		if r, ok := v.get("required"); ok && r.kind == 'a' && len(r.arr) > 0 {
+			return nil, &SchemaError{path + "/required", "required properties need \"properties\""}
+		}
+		n.extra = c.newNode(kAny)
+		if ap, ok := v.get("additionalProperties"); ok {
+			if ap.kind == 'b' && !ap.b {
+				n.extra = nil // only {}
+			} else {
+				x, err := c.compile(ap, path+"/additionalProperties")
+				if err != nil {
+					return nil, err
+				}
+				n.extra = x
+			}
+		}
+		return n, nil
+	}
+	if len(props.obj) > maxAlternatives {
+		return nil, &SchemaError{path + "/properties", fmt.Sprintf("more than %d properties", maxAlternatives)}
+	}
+	required := map[string]bool{}
+	if r, ok := v.get("required"); ok {
+		if r.kind != 'a' {
+			return nil, &SchemaError{path + "/required", "must be an array of property names"}
+		}
+		for i, x := range r.arr {
+			if x.kind != 's' {
+				return nil, &SchemaError{path + "/required/" + strconv.Itoa(i), "must be a property name"}
+			}
+			if _, ok := props.get(x.str); !ok {
+				return nil, &SchemaError{path + "/required/" + strconv.Itoa(i), fmt.Sprintf("%q is not in properties", x.str)}
+			}
+			required[x.str] = true
+		}
+	}
+	for _, m := range props.obj {
+		if slices.Contains(n.keys, quoteJSON(m.key)) {
+			return nil, &SchemaError{path + "/properties", fmt.Sprintf("property %q twice", m.key)}
+		}
+		pv, err := c.compile(m.val, path+"/properties/"+escapePointer(m.key))
+		if err != nil {
+			return nil, err
+		}
+		n.props = append(n.props, prop{value: pv, required: required[m.key]})
+		n.keys = append(n.keys, quoteJSON(m.key))
+	}
+	n.reqFrom = make([]bool, len(n.props)+1)
+	for i := len(n.props) - 1; i >= 0; i-- {
+		n.reqFrom[i] = n.reqFrom[i+1] || n.props[i].required
+	}
+	return n, nil
+}
+
+func (c *compiler) array(v value, path string) (*node, error) {
+	if has(v, "prefixItems") {
+		return nil, &SchemaError{path + "/prefixItems", "not supported by constrained decoding"}
+	}
+	n := c.newNode(kArray)
+	n.items = c.newNode(kAny)
+	if it, ok := v.get("items"); ok {
+		x, err := c.compile(it, path+"/items")
+		if err != nil {
+			return nil, err
+		}
+		n.items = x
+	}
+	for _, k := range []string{"minItems", "maxItems"} {
+		x, ok := v.get(k)
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(string(x.num))
+		if x.kind != 'n' || err != nil || i < 0 {
+			return nil, &SchemaError{path + "/" + k, "must be a non-negative integer"}
+		}
+		if k == "minItems" {
+			n.minItems = i
+		} else {
+			n.maxItems = i
+		}
+	}
+	if n.maxItems >= 0 && n.maxItems < n.minItems {
+		return nil, &SchemaError{path + "/maxItems", "is below minItems"}
+	}
+	return n, nil
+}
+
+// ref resolves a local reference; references compile once, so recursive
+// schemas make cyclic graphs.
+func (c *compiler) ref(r value, path string) (*node, error) {
+	if r.kind != 's' || !strings.HasPrefix(r.str, "#") {
+		return nil, &SchemaError{path + "/$ref", "only local references (#, #/$defs/…) are supported"}
+	}
+	if n, ok := c.refs[r.str]; ok {
+		return n, nil
+	}
+	target := c.doc
+	if r.str != "#" {
+		parts := strings.Split(strings.TrimPrefix(r.str, "#/"), "/")
+		for _, p := range parts {
+			p = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+			next, ok := target.get(p)
+			if !ok {
+				return nil, &SchemaError{path + "/$ref", fmt.Sprintf("%q does not resolve", r.str)}
+			}
+			target = next
+		}
+	}
+	// A placeholder union of one member breaks the cycle: the reference's
+	// node exists before its body compiles.
+	ph := c.newNode(kUnion)
+	c.refs[r.str] = ph
+	body, err := c.compile(target, r.str)
+	if err != nil {
+		return nil, err
+	}
+	ph.alts = []*node{body}
+	return ph, nil
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
