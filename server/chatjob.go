@@ -169,12 +169,19 @@ func (s *Server) chatJob(req *chatRequest) (*job, *APIError) {
 		j.reasoning = true
 		j.openInPrompt = p.openInPrompt
 		j.inThink = p.inThink
+		j.thinkClosed = strings.HasSuffix(strings.TrimRight(p.text, " \t\r\n"), s.thinkCloseText)
 	}
 	if len(req.toolList) > 0 && req.toolChoice != "none" {
 		j.parseTools = true
 		j.toolFormat = s.toolFormat
 		j.tools = req.toolList
 		j.singleCall = !req.parallelToolCalls
+	}
+	j.forcedCall = req.toolChoice == "required" || req.toolChoice == "function"
+	if req.format != "" && !j.forcedCall {
+		if j.grammar, err = s.grammar(req.format, req.formatParam); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.jobHooksApply(jh, j); err != nil {
 		return nil, err

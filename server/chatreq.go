@@ -35,6 +35,9 @@ type chatRequest struct {
 	// hookKey and hookEndpoint are the client's API key and the API path,
 	// for hooks (set by the handler; copies, not request buffers).
 	hookKey, hookEndpoint string
+	// format is the JSON schema the answer must follow (response_format,
+	// text.format); "" for none. formatParam names its field.
+	format, formatParam string
 }
 
 // genParams are the generation fields shared by chat and completions.
@@ -106,7 +109,7 @@ func decodeChat(body string, vocab int) (*chatRequest, *APIError) {
 		}
 		req.topLogprobs = int(v)
 	}
-	if err := decodeResponseFormat(f); err != nil {
+	if err := decodeResponseFormat(f, req); err != nil {
 		return nil, err
 	}
 	for _, name := range []string{"thinking_budget", "max_thinking_tokens"} {
@@ -464,10 +467,10 @@ func hasTool(tools []toolcall.Tool, name string) bool {
 	return false
 }
 
-// decodeResponseFormat accepts text and json_object (the latter without
-// enforcement: constrained decoding has not landed) and refuses json_schema
-// with a clear message.
-func decodeResponseFormat(f fields) *APIError {
+// decodeResponseFormat reads response_format: text, json_object (any JSON
+// object) or json_schema (json_schema.schema; absent: any JSON value). The
+// schema compiles in chatJob.
+func decodeResponseFormat(f fields, req *chatRequest) *APIError {
 	rf := f["response_format"]
 	if !present(rf) {
 		return nil
@@ -476,15 +479,28 @@ func decodeResponseFormat(f fields) *APIError {
 		return fieldError("response_format", "must be an object like {\"type\": \"text\"}")
 	}
 	switch t := rf.Get("type"); t.Str {
-	case "text", "json_object":
+	case "text":
+		return nil
+	case "json_object":
+		req.format, req.formatParam = jsonObjectSchema, "response_format"
 		return nil
 	case "json_schema":
-		return &APIError{Status: 400, Type: "invalid_request_error", Param: "response_format", Code: "unsupported_response_format",
-			Message: "response_format json_schema is not supported yet (it needs constrained decoding); use {\"type\": \"json_object\"} or \"text\""}
+		js := rf.Get("json_schema")
+		if !js.IsObject() {
+			return fieldError("response_format.json_schema", "must be an object with the schema under \"schema\"")
+		}
+		req.format, req.formatParam = "true", "response_format.json_schema.schema"
+		if sc := js.Get("schema"); sc.Exists() {
+			req.format = sc.Raw
+		}
+		return nil
 	default:
 		return badRequest("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\", got %s", t.Raw)
 	}
 }
+
+// jsonObjectSchema is json_object's: any object.
+const jsonObjectSchema = `{"type":"object"}`
 
 // decodeGen reads the sampling and length fields shared by the APIs.
 // chat selects chat's names (max_completion_tokens) and limits.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/infernix/infernix/engine/constrain"
 	"net"
 	"time"
 
@@ -34,6 +35,7 @@ type job struct {
 	reasoning    bool
 	openInPrompt bool // the rendered prompt ends inside <think> (for the splitter)
 	inThink      bool // the engine starts inside the think block (openInPrompt unless the prefill closed it)
+	thinkClosed  bool // the prompt ends with a closed think block (thinking off): the reply cannot open one
 	thinkBudget  int  // < 0: none
 
 	// Tool calls: parse them out of the content.
@@ -43,6 +45,12 @@ type job struct {
 	singleCall bool // parallel_tool_calls false: end after the first call
 
 	hooks *jobHooks // nil without hooks
+
+	// grammar constrains the answer (constrained.go); nil: none.
+	// forcedCall: a forced tool call's opening is prefilled, and no answer
+	// grammar applies.
+	grammar    *constrain.Grammar
+	forcedCall bool
 
 	// sharedPrefix is how many leading prompt tokens are the system prompt
 	// and tools (0: unknown; sched.Request.SharedPrefix).
@@ -124,9 +132,13 @@ func (s *Server) submit(j *job, conn net.Conn, arrived time.Time) (*generation, 
 		ThinkBudget: -1, ThinkOpen: -1, ThinkClose: -1, SharedPrefix: j.sharedPrefix}
 	if j.reasoning && s.thinkOpen >= 0 && s.thinkClose >= 0 {
 		r.ThinkOpen, r.ThinkClose, r.InThink = s.thinkOpen, s.thinkClose, j.inThink
+		r.MayOpenThink = !j.inThink && !j.thinkClosed
 		if j.thinkBudget >= 0 {
 			r.ThinkBudget, r.ForceClose = j.thinkBudget, s.forceClose
 		}
+	}
+	if j.grammar != nil {
+		r.Constraint = j.grammar.Matcher(s.constraintVocab())
 	}
 	ctx, cancel := context.WithCancel(s.baseCtx)
 	events, err := s.eng.Sched.Submit(ctx, r)

@@ -209,8 +209,8 @@ func (s *Server) jobHooksApply(jh *jobHooks, j *job) *APIError {
 		if err != nil {
 			return s.hookError("grammar", err)
 		}
-		if g != "" {
-			s.log.Info("grammar hook returned a constraint; it is not enforced until constrained decoding exists", "bytes", len(g))
+		if e := s.hookGrammar(j, g); e != nil {
+			return e
 		}
 	}
 	return nil

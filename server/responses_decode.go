@@ -22,6 +22,7 @@ type responsesRequest struct {
 	maxOutput    int // -1: not given
 	// Echoed in the response object as the client sent them.
 	toolsRaw, toolChoiceRaw, metadataRaw string
+	formatRaw                            string // text.format, "" for the default
 }
 
 // Item types of other vendors' hosted tools that may appear in an input
@@ -106,9 +107,21 @@ func decodeResponses(body string) (*responsesRequest, *APIError) {
 		req.parallelToolCalls = v
 	}
 	if t := f["text"]; present(t) {
-		if ft := t.Get("format.type"); ft.Exists() && ft.Str != "text" && ft.Str != "json_object" {
-			return nil, &APIError{Status: 400, Type: "invalid_request_error", Param: "text.format", Code: "unsupported_response_format",
-				Message: "text.format " + quote(ft.Str) + " is not supported yet (it needs constrained decoding); use \"text\" or \"json_object\""}
+		switch ft := t.Get("format.type"); {
+		case !ft.Exists() || ft.Str == "text":
+		case ft.Str == "json_object":
+			req.format, req.formatParam = jsonObjectSchema, "text.format"
+		case ft.Str == "json_schema":
+			sc := t.Get("format.schema")
+			if !sc.Exists() {
+				return nil, badRequest("text.format.schema", "text.format.schema is required with type json_schema")
+			}
+			req.format, req.formatParam = sc.Raw, "text.format.schema"
+		default:
+			return nil, badRequest("text.format.type", "text.format.type must be \"text\", \"json_object\" or \"json_schema\", got %s", ft.Raw)
+		}
+		if f := t.Get("format"); f.IsObject() {
+			rr.formatRaw = f.Raw
 		}
 	}
 	if md := f["metadata"]; present(md) {

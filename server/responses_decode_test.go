@@ -90,7 +90,8 @@ func TestDecodeResponsesErrors(t *testing.T) {
 		{`{"input":"x","tools":[{"type":"function","name":"f","parameters":[]}]}`, "tools[0].parameters", "schema"},
 		{`{"input":"x","tool_choice":"sometimes"}`, "tool_choice", "sometimes"},
 		{`{"input":"x","tool_choice":"required"}`, "tool_choice", "no function tools"},
-		{`{"input":"x","text":{"format":{"type":"json_schema"}}}`, "text.format", "not supported"},
+		{`{"input":"x","text":{"format":{"type":"json_schema"}}}`, "text.format.schema", "required"},
+		{`{"input":"x","text":{"format":{"type":"yaml"}}}`, "text.format.type", "must be"},
 		{`{"input":"x","store":"yes"}`, "store", "boolean"},
 		{`{"input":"x","metadata":1}`, "metadata", "object"},
 	}

@@ -70,6 +70,7 @@ type Server struct {
 	modelName string
 	created   int64
 	vocab     int
+	grammars  grammarCache // constrained decoding (constrained.go)
 	ctxLen    int
 
 	stopTokens                    []int32 // the model's end-of-generation ids

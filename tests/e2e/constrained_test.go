@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// capitalSchema has only bounded values (an enum, a boolean, a small
+// integer), so that the tiny demo model's answers under it end.
+var capitalSchema = map[string]any{"type": "object", "properties": map[string]any{
+	"capital": map[string]any{"type": "string", "enum": []string{"Lima", "Cusco", "Paris"}},
+	"sure":    map[string]any{"type": "boolean"},
+	"rank":    map[string]any{"type": "integer"},
+}, "required": []string{"capital", "sure"}}
+
+// checkCapital decodes an answer under capitalSchema with encoding/json and
+// checks it against the schema by hand: the keys in order, the required
+// ones there, the types and the enum.
+func checkCapital(t *testing.T, content string) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(content))
+	dec.UseNumber()
+	var keys []string
+	vals := map[string]any{}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%q: not an object (%v)", content, err)
+	}
+	for dec.More() {
+		k, _ := dec.Token()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("%q: %v", content, err)
+		}
+		keys = append(keys, k.(string))
+		vals[k.(string)] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		t.Fatalf("%q: %v", content, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		t.Fatalf("%q: text after the object", content)
+	}
+	// The schema's properties in its order (encoding/json sorts the map's
+	// keys): capital, rank (optional), sure.
+	if want := []string{"capital", "rank", "sure"}; !slices.Equal(keys, want) && !slices.Equal(keys, []string{"capital", "sure"}) {
+		t.Fatalf("%q: keys %v, want %v with rank optional", content, keys, want)
+	}
+	if c, _ := vals["capital"].(string); !slices.Contains([]string{"Lima", "Cusco", "Paris"}, c) {
+		t.Fatalf("%q: capital %v outside the enum", content, vals["capital"])
+	}
+	if _, ok := vals["sure"].(bool); !ok {
+		t.Fatalf("%q: sure is not a boolean", content)
+	}
+	if r, ok := vals["rank"]; ok {
+		if n := string(r.(json.Number)); strings.ContainsAny(n, ".eE") {
+			t.Fatalf("%q: rank %v is not an integer", content, r)
+		}
+	}
+}
+
+// TestConstrainedJSONSchema: response_format json_schema gives JSON of the
+// schema, whole and streamed alike, with and without thinking; the
+// reasoning stays free text.
+func TestConstrainedJSONSchema(t *testing.T) {
+	forEachDemo(t, func(t *testing.T, ts *testServer) {
+		for _, think := range []bool{true, false} {
+			body := map[string]any{"messages": userMsg("What is the capital of Peru?"), "max_tokens": 300, "temperature": 0,
+				"chat_template_kwargs": map[string]any{"enable_thinking": think},
+				"response_format":      map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "capital", "schema": capitalSchema, "strict": true}}}
+			st, _, r := post(t, ts.URL+"/v1/chat/completions", body)
+			ch := r.Get("choices.0")
+			if st != 200 || ch.Get("finish_reason").Str != "stop" {
+				t.Fatalf("thinking %v: status %d: %s", think, st, r.Raw)
+			}
+			content := ch.Get("message.content").Str
+			checkCapital(t, content)
+			if think && !strings.Contains(ch.Get("message.reasoning_content").Str, "Peru") {
+				t.Errorf("the reasoning %q is not the model's free text", ch.Get("message.reasoning_content").Str)
+			}
+			body["stream"] = true
+			d := assembleChat(t, streamEvents(t, ts.URL+"/v1/chat/completions", body))
+			if d.content != content || d.finish != "stop" {
+				t.Fatalf("streamed %q (%s), whole %q", d.content, d.finish, content)
+			}
+		}
+	})
+}
+
+// TestConstrainedJSONObject: json_object answers are JSON objects; the
+// demo model writes strings it never closes, so an answer cut by
+// max_tokens must still be the start of one.
+func TestConstrainedJSONObject(t *testing.T) {
+	ts := start(t, opts{model: demoModel(t, "demo", true)})
+	defer ts.close()
+	for _, q := range []string{"What is the capital of Peru?", "hi", "Convert 10 kg to lb"} {
+		body := map[string]any{"messages": userMsg(q), "max_tokens": 120, "seed": 7,
+			"response_format": map[string]any{"type": "json_object"}}
+		_, _, r := post(t, ts.URL+"/v1/chat/completions", body)
+		content, finish := r.Get("choices.0.message.content").Str, r.Get("choices.0.finish_reason").Str
+		var v map[string]any
+		err := json.NewDecoder(strings.NewReader(content)).Decode(&v)
+		switch {
+		case finish == "stop" && err != nil:
+			t.Fatalf("%q: %q is not an object: %v", q, content, err)
+		case finish == "length" && err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
+			t.Fatalf("%q: %q does not start an object: %v", q, content, err)
+		case finish == "length" && !strings.HasPrefix(strings.TrimSpace(content), "{"):
+			t.Fatalf("%q: %q does not start an object", q, content)
+		}
+	}
+}
+
+// TestConstrainedResponses: the Responses API's text.format json_schema,
+// echoed back as sent.
+func TestConstrainedResponses(t *testing.T) {
+	ts := start(t, opts{model: demoModel(t, "demo", true)})
+	defer ts.close()
+	format := map[string]any{"type": "json_schema", "name": "capital", "schema": capitalSchema, "strict": true}
+	st, _, r := post(t, ts.URL+"/v1/responses", map[string]any{"input": "What is the capital of France?", "temperature": 0,
+		"max_output_tokens": 300, "text": map[string]any{"format": format}})
+	if st != 200 || r.Get("status").Str != "completed" {
+		t.Fatalf("status %d: %s", st, r.Raw)
+	}
+	var text string
+	for _, it := range r.Get("output").Array() {
+		if it.Get("type").Str == "message" {
+			text += it.Get("content.0.text").Str
+		}
+	}
+	checkCapital(t, text)
+	want, _ := json.Marshal(format)
+	if got := r.Get("text.format"); !jsonEqual(got.Raw, string(want)) {
+		t.Errorf("text.format echoed as %s, sent %s", got.Raw, want)
+	}
+}
+
+func jsonEqual(a, b string) bool {
+	var x, y any
+	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal([]byte(b), &y) == nil && string(mustJSON(x)) == string(mustJSON(y))
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// TestConstrainedErrors: schemas the engine cannot enforce are 400s naming
+// the field and the keyword's path, in each API's shape.
+func TestConstrainedErrors(t *testing.T) {
+	ts := shared(t)
+	chat := func(schema any) map[string]any {
+		return map[string]any{"messages": userMsg("hi"), "response_format": map[string]any{"type": "json_schema",
+			"json_schema": map[string]any{"name": "x", "schema": schema}}}
+	}
+	st, _, r := post(t, ts.URL+"/v1/chat/completions", chat(map[string]any{"type": "object", "properties": map[string]any{
+		"a": map[string]any{"type": "string", "pattern": "^x"}}}))
+	checkError(t, st, r, 400, "response_format.json_schema.schema", "/properties/a/pattern")
+	st, _, r = post(t, ts.URL+"/v1/chat/completions", chat(map[string]any{"$ref": "#/$defs/nope"}))
+	checkError(t, st, r, 400, "response_format.json_schema.schema", "does not resolve")
+	st, _, r = post(t, ts.URL+"/v1/chat/completions", chat("not a schema"))
+	checkError(t, st, r, 400, "response_format.json_schema.schema", "must be an object")
+	st, _, r = post(t, ts.URL+"/v1/responses", map[string]any{"input": "hi", "text": map[string]any{"format": map[string]any{
+		"type": "json_schema", "name": "x", "schema": map[string]any{"type": "integer", "minimum": 1}}}})
+	checkError(t, st, r, 400, "text.format.schema", "/minimum")
+}
+
+// TestConstrainedGrammarHook: a grammar hook's JSON schema is enforced on
+// every API, here an enum on the Anthropic Messages API.
+func TestConstrainedGrammarHook(t *testing.T) {
+	dir := t.TempDir()
+	src := "def grammar(request):\n    if request.model == \"yes-no\":\n        return {\"enum\": [\"yes\", \"no\"]}\n    return None\n"
+	if err := os.WriteFile(filepath.Join(dir, "grammar.star"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := start(t, opts{model: demoModel(t, "demo", true), server: serverCfg(func(c *serverConfig) {
+		c.Hooks = hooksFor(t, dir, "")
+	})})
+	defer ts.close()
+	for _, model := range []string{"yes-no", "other"} {
+		st, _, r := post(t, ts.URL+"/v1/messages", map[string]any{"model": model, "max_tokens": 200, "temperature": 0,
+			"messages": userMsg("What is the capital of Peru?")}, "anthropic-version", "2023-06-01")
+		var text string
+		for _, b := range r.Get("content").Array() {
+			if b.Get("type").Str == "text" {
+				text += b.Get("text").Str
+			}
+		}
+		constrained := text == `"yes"` || text == `"no"`
+		if st != 200 || constrained != (model == "yes-no") {
+			t.Fatalf("model %s: status %d, text %q: %s", model, st, text, r.Raw)
+		}
+	}
+}
