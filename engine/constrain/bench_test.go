@@ -53,7 +53,7 @@ func BenchmarkMaskUncached(b *testing.B) {
 // sequence pays per token inside a long string.
 func BenchmarkMaskCached(b *testing.B) {
 	v := qwenVocab(b)
-	m := JSONObject().Matcher(v)
+	m := jsonObject().Matcher(v)
 	if err := m.Feed([]byte(`{"a": "x`)); err != nil {
 		b.Fatal(err)
 	}

@@ -21,6 +21,15 @@ func feed(t *testing.T, g *Grammar, doc string) (failAt int, complete bool) {
 	return -1, m.CanEnd()
 }
 
+// jsonObject is response_format json_object's grammar: any object.
+func jsonObject() *Grammar {
+	g, err := Compile([]byte(`{"type":"object"}`))
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
 func mustCompile(t *testing.T, schema string) *Grammar {
 	t.Helper()
 	g, err := Compile([]byte(schema))
@@ -298,7 +307,7 @@ func (m *Matcher) clone() *Matcher {
 
 func TestAcceptRejects(t *testing.T) {
 	toks, v := testVocab()
-	m := JSONObject().Matcher(v)
+	m := jsonObject().Matcher(v)
 	id := func(s string) int32 {
 		for i, p := range toks {
 			if string(p) == s {

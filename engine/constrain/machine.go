@@ -347,19 +347,10 @@ func (c config) litByte(b byte, out []config) []config {
 		}
 		return append(out, c)
 	}
-	if c.lex.litDoneAfter(tab, n+1) && keep&(keep-1) == 0 {
+	if c.lex.litDone() && keep&(keep-1) == 0 {
 		c.lex = lexer{} // the only candidate is complete: nothing can follow within it
 	}
 	return append(out, c)
-}
-
-func (l *lexer) litDoneAfter(tab []string, n int) bool {
-	for m := l.cand; m != 0; m &= m - 1 {
-		if len(tab[trailing(m)]) == n {
-			return true
-		}
-	}
-	return false
 }
 
 // whitespace advances the whitespace run by b (in place), reporting
@@ -583,7 +574,7 @@ func beginValue(c config, n *node, b byte, out []config, depth int) []config {
 			return out
 		}
 		c.lex = lexer{mode: lexLit, lit: n, cand: cand, n: 1}
-		if c.lex.litDoneAfter(n.lits, 1) && cand&(cand-1) == 0 {
+		if c.lex.litDone() && cand&(cand-1) == 0 {
 			c.lex = lexer{}
 		}
 		return append(out, c)

@@ -219,15 +219,6 @@ func Compile(schema []byte) (*Grammar, error) {
 	return &Grammar{root: root, nodes: c.nodes}, nil
 }
 
-// JSONObject is the grammar of response_format json_object: any object.
-func JSONObject() *Grammar {
-	g, err := Compile([]byte(`{"type":"object"}`))
-	if err != nil {
-		panic(err)
-	}
-	return g
-}
-
 func (c *compiler) newNode(k kind) *node {
 	c.nodes++
 	return &node{kind: k, id: int32(c.nodes), maxItems: -1}
