@@ -269,8 +269,15 @@ func TestMaskMatchesFeed(t *testing.T) {
 	schemas := []string{`{}`, `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tags":{"type":"array","items":{"enum":["a","ab",1,12]}},"boss":{"$ref":"#"}},"required":["name"]}`}
 	toks, v := testVocab()
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, sc := range schemas {
-		g := mustCompile(t, sc)
+	tools, err := ToolCall([]Tool{{Name: "name", Parameters: []byte(schemas[1])}, {Name: "ab"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sc := range append(schemas, "tools") {
+		g := tools
+		if i < len(schemas) {
+			g = mustCompile(t, sc)
+		}
 		for walk := 0; walk < 40; walk++ {
 			m := g.Matcher(v)
 			mask := make([]uint64, m.Words())

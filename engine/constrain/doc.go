@@ -11,6 +11,13 @@
 // some accepted document) and whether the document may end there; after it,
 // it advances by the token.
 //
+// Tool calls: ToolCall compiles the grammar of a call's JSON body for a
+// list of tools ({"name": …, "arguments": …} with each tool's parameters),
+// and Gate puts a grammar in force only between a trigger token
+// (<tool_call>) and a close token (</tool_call>), any number of times, the
+// output free in between (sched.Intermittent): strict tools' calls, and
+// forced calls whose opening the prompt already holds (Gate.Open).
+//
 // The language is byte-level: a byte pushdown automaton whose state is a
 // small set of configurations (alternatives of anyOf, enum values that are
 // prefixes of one another). Masks are cached per grammar by the automaton's

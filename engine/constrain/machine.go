@@ -379,7 +379,16 @@ func (l *lexer) whitespace(b byte, leading bool) bool {
 // structural handles b between scalars.
 func structural(c config, b byte, out []config) []config {
 	if isWS(b) {
-		if c.phase == pRootDone || !c.lex.whitespace(b, c.phase == pRootValue && c.up == nil) {
+		if c.phase == pRootDone {
+			// After the document: the root's trail of whitespace bytes
+			// (lex.ws counts them), so that a token such as `"}}\n` may end it.
+			if c.up != nil || c.lex.ws >= c.node.trail {
+				return out
+			}
+			c.lex.ws++
+			return append(out, c)
+		}
+		if !c.lex.whitespace(b, c.phase == pRootValue && c.up == nil) {
 			return out
 		}
 		return append(out, c)

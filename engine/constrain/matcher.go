@@ -51,6 +51,28 @@ func (m *Matcher) CanEnd() bool {
 	return false
 }
 
+// Done reports whether the document is complete and nothing but the
+// root's trailing whitespace may follow it (an object's or array's closing
+// bracket, a string's closing quote).
+func (m *Matcher) Done() bool {
+	for i := range m.state {
+		c := &m.state[i]
+		if c.up != nil || c.phase != pRootDone || c.lex.mode != lexNone {
+			return false
+		}
+	}
+	return len(m.state) > 0
+}
+
+// trailing is the whitespace bytes written after a Done document.
+func (m *Matcher) trailing() int {
+	n := 0
+	for i := range m.state {
+		n = max(n, int(m.state[i].lex.ws))
+	}
+	return n
+}
+
 // Accept implements sched.Constraint.
 func (m *Matcher) Accept(tok int32) error {
 	b := m.v.bytesOf(tok)

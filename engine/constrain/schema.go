@@ -43,6 +43,9 @@ type node struct {
 	maxItems int      // -1: no limit
 	lits     []string // kLiteral
 	alts     []*node  // kUnion
+	// trail: at the root, how many whitespace bytes may follow the
+	// document (0 unless the grammar says otherwise).
+	trail uint8
 }
 
 type prop struct {
@@ -194,16 +197,36 @@ var ignored = map[string]bool{
 	"$defs": true, "definitions": true, "name": true,
 }
 
+// narrowing are keywords that only narrow the values a schema accepts
+// (bounds, patterns, uniqueness). CompileLoose ignores them: the grammar
+// then accepts a superset of the schema, the JSON structure still enforced.
+var narrowing = map[string]bool{
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
+	"minLength": true, "maxLength": true, "pattern": true, "minProperties": true, "maxProperties": true,
+	"uniqueItems": true, "contains": true, "minContains": true, "maxContains": true, "propertyNames": true,
+	"contentEncoding": true, "contentMediaType": true, "not": true,
+}
+
 // compiler holds one Compile's state.
 type compiler struct {
 	doc   value
 	refs  map[string]*node
 	nodes int
+	loose bool
 }
 
 // Compile compiles a JSON Schema (see the package documentation for what is
 // enforced). An empty schema, {} or true accepts any JSON value.
-func Compile(schema []byte) (*Grammar, error) {
+func Compile(schema []byte) (*Grammar, error) { return compileSchema(schema, false) }
+
+// CompileLoose is Compile that ignores the keywords that only narrow values
+// (minimum, maxLength, pattern, …; see narrowing): for schemas that were not
+// written for constrained decoding, such as a tool's parameters, where the
+// structure is worth enforcing even when every bound is not. Keywords that
+// change the structure are refused as by Compile.
+func CompileLoose(schema []byte) (*Grammar, error) { return compileSchema(schema, true) }
+
+func compileSchema(schema []byte, loose bool) (*Grammar, error) {
 	if len(bytes.TrimSpace(schema)) == 0 {
 		schema = []byte("{}")
 	}
@@ -211,7 +234,7 @@ func Compile(schema []byte) (*Grammar, error) {
 	if err != nil {
 		return nil, &SchemaError{Msg: "not JSON: " + err.Error()}
 	}
-	c := &compiler{doc: doc, refs: map[string]*node{}}
+	c := &compiler{doc: doc, refs: map[string]*node{}, loose: loose}
 	root, err := c.compile(doc, "")
 	if err != nil {
 		return nil, err
@@ -243,7 +266,7 @@ func (c *compiler) compile(v value, path string) (*node, error) {
 		case "type", "enum", "const", "anyOf", "oneOf", "allOf", "properties", "required", "additionalProperties",
 			"items", "minItems", "maxItems", "nullable":
 		default:
-			if !ignored[m.key] {
+			if !ignored[m.key] && !(c.loose && narrowing[m.key]) {
 				return nil, &SchemaError{path + "/" + m.key, "not supported by constrained decoding"}
 			}
 		}

@@ -22,6 +22,21 @@ type Vocab struct {
 	off   []int32 // TokenBytes(id) = data[off[id]:off[id+1]]; empty: not a JSON token
 	data  []byte
 	words int
+
+	spaceOnce sync.Once
+	spaceIDs  []int32 // the tokens of at most two whitespace bytes
+}
+
+// spaces lists the tokens made of one or two whitespace bytes.
+func (v *Vocab) spaces() []int32 {
+	v.spaceOnce.Do(func() {
+		for id := 0; id+1 < len(v.off); id++ {
+			if b := v.bytesOf(int32(id)); len(b) > 0 && len(b) <= 2 && allSpace(b) {
+				v.spaceIDs = append(v.spaceIDs, int32(id))
+			}
+		}
+	})
+	return v.spaceIDs
 }
 
 // NewVocab builds the index. tokens[id] is token id's bytes; nil or empty

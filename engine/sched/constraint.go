@@ -21,6 +21,17 @@ type Constraint interface {
 	Accept(tok int32) error
 }
 
+// Intermittent is a Constraint in force only at times (a tool call's
+// arguments, from the token that opens the call to the end of its body).
+// While Free reports true the lane draws without a mask (on the device
+// where it can) and Allowed is not called; Accept still sees every token
+// the invariants above name, so that the constraint can tell when it is
+// in force again.
+type Intermittent interface {
+	Constraint
+	Free() bool
+}
+
 // constrain sets l's sampler mask for its next draw: Request.Constraint's
 // tokens, with the stop tokens when the output may end (or when nothing
 // else is allowed, the only way out), or no mask inside a think block.
@@ -30,6 +41,10 @@ func (s *Scheduler) constrain(l *lane) {
 		return
 	}
 	if l.inThink || len(l.forced) > 0 {
+		l.sampler.SetMask(nil)
+		return
+	}
+	if ic, ok := c.(Intermittent); ok && ic.Free() {
 		l.sampler.SetMask(nil)
 		return
 	}

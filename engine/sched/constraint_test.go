@@ -164,3 +164,70 @@ func TestMaskedSamplerDraws(t *testing.T) {
 		}
 	}
 }
+
+// gateConstraint is a residueConstraint in force for span tokens after each
+// trigger token, and free otherwise.
+type gateConstraint struct {
+	residueConstraint
+	trigger    int32
+	span, left int
+	seen       []int32 // every token Accept saw
+	freeDraws  int     // tokens drawn while free
+}
+
+func (c *gateConstraint) Free() bool { return c.left == 0 }
+
+func (c *gateConstraint) Accept(tok int32) error {
+	c.seen = append(c.seen, tok)
+	if c.left == 0 {
+		c.freeDraws++
+		if tok == c.trigger {
+			c.left = c.span
+		}
+		return nil
+	}
+	c.left--
+	return c.residueConstraint.Accept(tok)
+}
+
+var _ Intermittent = (*gateConstraint)(nil)
+
+func TestIntermittentConstraint(t *testing.T) {
+	const trigger = 21 // ≡ 1 (mod 5): the first constrained draw (≡ 0) may not take it
+	base := testModel(t, 16)
+	for _, m := range []struct {
+		name  string
+		model model.Model
+	}{{"host", hostOnly{base.(*qwen3.Model)}}, {"device sampler", &counted{Model: base.(*qwen3.Model), lim: backend.SampleLimits{Rows: 8, MaxLogprobs: 20, MaxBias: 8}}}} {
+		t.Run(m.name, func(t *testing.T) {
+			c := &gateConstraint{trigger: trigger, span: 3, residueConstraint: residueConstraint{endAfter: 100}}
+			r := biased(13, trigger)
+			r.Constraint = c
+			evs := events(t, m.model, r)
+			if fin := evs[len(evs)-1]; fin.Finish != "length" || fin.Err != nil {
+				t.Fatalf("finish %q, %v; want length", fin.Finish, fin.Err)
+			}
+			if len(c.seen) != 13 {
+				t.Fatalf("Accept saw %d tokens, want all 13", len(c.seen))
+			}
+			// Free draws take the biased trigger; each opens 3 constrained
+			// draws, the n-th of them ≡ n (mod 5).
+			for i := 0; i < 13; i += 4 {
+				if c.seen[i] != trigger {
+					t.Fatalf("free draw %d = %d, want the trigger (tokens %v)", i, c.seen[i], c.seen)
+				}
+			}
+			for n, tok := range c.accepted {
+				if int(tok)%5 != n%5 || tok != c.seen[n+n/3+1] {
+					t.Fatalf("constrained token %d = %d, outside its mask (tokens %v)", n, tok, c.seen)
+				}
+			}
+			if c.freeDraws != 4 || len(c.accepted) != 9 || c.asks == 0 {
+				t.Fatalf("%d free draws, %d constrained, %d masks asked", c.freeDraws, len(c.accepted), c.asks)
+			}
+			if cm, ok := m.model.(*counted); ok && cm.device.Load() == 0 {
+				t.Fatal("no step sampled on the device while the constraint was free")
+			}
+		})
+	}
+}
