@@ -318,7 +318,12 @@ func decodeAnthropicTools(f fields, req *chatRequest) *APIError {
 				err = badRequest(p+".input_schema", "%s.input_schema is required (a JSON schema object)", p)
 				return false
 			}
-			tools = append(tools, convTool{name: name.Str, description: tf["description"].Str, params: json.RawMessage(schema.Raw)})
+			strict, _, e := optBool(tf, "strict", p+".strict")
+			if e != nil {
+				err = e
+				return false
+			}
+			tools = append(tools, convTool{name: name.Str, description: tf["description"].Str, params: json.RawMessage(schema.Raw), strict: strict, param: p + ".input_schema"})
 			return true
 		})
 		if err != nil {

@@ -117,7 +117,7 @@ func templateArgs(req *chatRequest, budget int) (json.RawMessage, map[string]jso
 // opening tag, and for a named function its name.
 func (s *Server) forcedCallOpening(req *chatRequest) string {
 	var b strings.Builder
-	b.WriteString("<tool_call>\n")
+	b.WriteString(toolCallTag + "\n")
 	if req.toolChoice == "function" {
 		if s.toolFormat == toolcall.FormatXML {
 			b.WriteString("<function=" + req.toolName + ">\n")
@@ -180,6 +180,11 @@ func (s *Server) chatJob(req *chatRequest) (*job, *APIError) {
 	j.forcedCall = req.toolChoice == "required" || req.toolChoice == "function"
 	if req.format != "" && !j.forcedCall {
 		if j.grammar, err = s.grammar(req.format, req.formatParam); err != nil {
+			return nil, err
+		}
+	}
+	if j.grammar == nil && j.parseTools {
+		if err := s.callConstraint(req, j); err != nil {
 			return nil, err
 		}
 	}

@@ -18,6 +18,10 @@ type chatRequest struct {
 	messages json.RawMessage // normalised array (see normalizeMessages)
 	tools    json.RawMessage // the client's tools array, or nil
 	toolList []toolcall.Tool
+	// toolStrict[i]: toolList[i] asked for strict arguments (strict: true);
+	// toolParam[i] names its parameters' field, for errors.
+	toolStrict []bool
+	toolParam  []string
 	// toolChoice is auto, none, required or function (then toolName).
 	toolChoice, toolName string
 	parallelToolCalls    bool
@@ -412,7 +416,14 @@ func decodeTools(f fields, req *chatRequest) *APIError {
 			if present(params) {
 				raw = json.RawMessage(params.Raw)
 			}
+			strict, _, e := optBool(ff, "strict", p+".function.strict")
+			if e != nil {
+				err = e
+				return false
+			}
 			req.toolList = append(req.toolList, toolcall.Tool{Name: name.Str, Parameters: raw})
+			req.toolStrict = append(req.toolStrict, strict)
+			req.toolParam = append(req.toolParam, p+".function.parameters")
 			return true
 		})
 		if err != nil {

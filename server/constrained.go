@@ -2,17 +2,25 @@ package server
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/infernix/infernix/engine/constrain"
+	"github.com/infernix/infernix/engine/toolcall"
+)
+
+// toolCallTag opens a call in Qwen's tool formats; toolCallEndTag closes it.
+const (
+	toolCallTag    = "<tool_call>"
+	toolCallEndTag = "</tool_call>"
 )
 
 // Constrained decoding: response_format json_object / json_schema (chat),
 // text.format (Responses) and the grammar hook's JSON schemas are enforced
 // by engine/constrain, token by token, on the answer (not on the reasoning,
-// and not under a forced tool call, whose arguments follow the tool's own
-// format).
+// and not under a forced tool call); tool calls' arguments follow their
+// tools' schemas under a forced call or for strict tools (callConstraint).
 
 // maxCachedGrammars bounds the compiled schemas kept, with their mask
 // caches, for requests that repeat a schema (agents send the same one).
@@ -65,7 +73,14 @@ func (s *Server) grammar(schema, param string) (*constrain.Grammar, *APIError) {
 		}
 		return nil, &APIError{Status: 400, Type: "invalid_request_error", Param: param, Code: "invalid_schema", Message: msg}
 	}
+	gc.add(schema, g)
+	return g, nil
+}
+
+// add caches g under key (a copy), dropping an arbitrary entry when full.
+func (gc *grammarCache) add(key string, g *constrain.Grammar) {
 	gc.mu.Lock()
+	defer gc.mu.Unlock()
 	if gc.m == nil {
 		gc.m = map[string]*constrain.Grammar{}
 	}
@@ -75,9 +90,7 @@ func (s *Server) grammar(schema, param string) (*constrain.Grammar, *APIError) {
 			break
 		}
 	}
-	gc.m[strings.Clone(schema)] = g
-	gc.mu.Unlock()
-	return g, nil
+	gc.m[strings.Clone(key)] = g
 }
 
 // hookGrammar applies the grammar hook's result: a JSON schema (an object
@@ -99,4 +112,86 @@ func (s *Server) hookGrammar(j *job, g string) *APIError {
 		j.grammar = gr
 	}
 	return nil
+}
+
+// callConstraint sets j's tool-call grammar where it applies: the JSON tool
+// format, and either a forced call (tool_choice required or named: every
+// call's arguments then follow their tool's schema, loosely unless the
+// tool is strict) or a tool marked strict (every call the model opens with
+// <tool_call> is constrained). The XML format's calls are not constrained.
+func (s *Server) callConstraint(req *chatRequest, j *job) *APIError {
+	if s.toolFormat != toolcall.FormatJSON || len(req.toolList) == 0 {
+		return nil
+	}
+	strict := false
+	for _, st := range req.toolStrict {
+		strict = strict || st
+	}
+	if !j.forcedCall && (!strict || s.toolCallOpen < 0) {
+		return nil
+	}
+	var tools []constrain.Tool
+	var params []string
+	for i, t := range req.toolList {
+		if req.toolChoice == "function" && t.Name != req.toolName {
+			continue
+		}
+		ct := constrain.Tool{Name: t.Name, Parameters: t.Parameters}
+		if i < len(req.toolStrict) {
+			ct.Strict = req.toolStrict[i]
+		}
+		tools = append(tools, ct)
+		p := "tools[" + strconv.Itoa(i) + "]"
+		if i < len(req.toolParam) {
+			p = req.toolParam[i]
+		}
+		params = append(params, p)
+	}
+	g, err := s.toolGrammar(tools, params)
+	if err != nil {
+		return err
+	}
+	j.callGrammar = g
+	if j.forcedCall {
+		j.callPrefix = strings.TrimPrefix(s.forcedCallOpening(req), toolCallTag+"\n")
+	}
+	return nil
+}
+
+// toolGrammar compiles the call grammar of tools, reusing a cached compile
+// of the same list; params name the tools' schema fields, for errors.
+func (s *Server) toolGrammar(tools []constrain.Tool, params []string) (*constrain.Grammar, *APIError) {
+	var key strings.Builder
+	key.WriteString("\x00tools")
+	for _, t := range tools {
+		key.WriteString("\x00" + t.Name + "\x00")
+		key.Write(t.Parameters)
+		if t.Strict {
+			key.WriteString("\x00strict")
+		}
+	}
+	k := key.String()
+	gc := &s.grammars
+	gc.mu.Lock()
+	g, ok := gc.m[k]
+	gc.mu.Unlock()
+	if ok {
+		return g, nil
+	}
+	g, err := constrain.ToolCall(tools)
+	if err != nil {
+		msg, param := err.Error(), "tools"
+		var te *constrain.ToolError
+		if errors.As(err, &te) {
+			param = params[te.Index]
+			msg = param
+			if te.Err.Path != "" {
+				msg += " at " + te.Err.Path
+			}
+			msg += ": " + te.Err.Msg + " (a strict tool's schema must be one constrained decoding can enforce)"
+		}
+		return nil, &APIError{Status: 400, Type: "invalid_request_error", Param: param, Code: "invalid_schema", Message: msg}
+	}
+	s.grammars.add(k, g)
+	return g, nil
 }

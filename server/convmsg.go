@@ -88,6 +88,8 @@ func appendConvMsgs(b []byte, n int, msgs []convMsg) []byte {
 type convTool struct {
 	name, description string
 	params            json.RawMessage // a JSON schema object, or nil
+	strict            bool            // the arguments must follow params exactly
+	param             string          // params' field, for errors
 }
 
 // applyConvTools sets req's tools (OpenAI's form, for the template) and
@@ -113,6 +115,8 @@ func applyConvTools(req *chatRequest, tools []convTool) {
 		}
 		b = append(b, "}}"...)
 		req.toolList = append(req.toolList, toolcall.Tool{Name: t.name, Parameters: t.params})
+		req.toolStrict = append(req.toolStrict, t.strict)
+		req.toolParam = append(req.toolParam, t.param)
 	}
 	req.tools = json.RawMessage(append(b, ']'))
 }

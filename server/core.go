@@ -51,6 +51,12 @@ type job struct {
 	// grammar applies.
 	grammar    *constrain.Grammar
 	forcedCall bool
+	// callGrammar constrains tool calls' bodies (JSON tool format): from
+	// the start under a forced call (callPrefix: what the prompt already
+	// wrote of the body), and after each <tool_call> the model writes when
+	// some tool is strict. grammar, when set, takes precedence.
+	callGrammar *constrain.Grammar
+	callPrefix  string
 
 	// sharedPrefix is how many leading prompt tokens are the system prompt
 	// and tools (0: unknown; sched.Request.SharedPrefix).
@@ -137,8 +143,17 @@ func (s *Server) submit(j *job, conn net.Conn, arrived time.Time) (*generation, 
 			r.ThinkBudget, r.ForceClose = j.thinkBudget, s.forceClose
 		}
 	}
-	if j.grammar != nil {
+	switch {
+	case j.grammar != nil:
 		r.Constraint = j.grammar.Matcher(s.constraintVocab())
+	case j.callGrammar != nil:
+		gate := j.callGrammar.NewGate(s.constraintVocab(), s.toolCallOpen, s.toolCallClose)
+		if j.forcedCall {
+			if err := gate.Open([]byte(j.callPrefix)); err != nil {
+				return nil, &APIError{Status: 500, Type: "server_error", Message: err.Error()}
+			}
+		}
+		r.Constraint = gate
 	}
 	ctx, cancel := context.WithCancel(s.baseCtx)
 	events, err := s.eng.Sched.Submit(ctx, r)

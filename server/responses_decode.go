@@ -295,7 +295,12 @@ func decodeResponsesTools(f fields, rr *responsesRequest) *APIError {
 			if present(params) {
 				raw = json.RawMessage(params.Raw)
 			}
-			tools = append(tools, convTool{name: name.Str, description: tf["description"].Str, params: raw})
+			strict, _, e := optBool(tf, "strict", p+".strict")
+			if e != nil {
+				err = e
+				return false
+			}
+			tools = append(tools, convTool{name: name.Str, description: tf["description"].Str, params: raw, strict: strict, param: p + ".parameters"})
 			return true
 		})
 		if err != nil {

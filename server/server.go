@@ -78,6 +78,7 @@ type Server struct {
 	thinkOpenText, thinkCloseText string
 	forceClose                    []int32 // inserted at a thinking budget
 	toolFormat                    toolcall.Format
+	toolCallOpen, toolCallClose   int32 // <tool_call>'s and </tool_call>'s ids (-1: none): strict tools' arguments are constrained between them
 
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
@@ -99,7 +100,7 @@ func New(e *engine.Engine, cfg Config) (*Server, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{eng: e, cfg: cfg, met: newMetrics(), keys: newKeySet(cfg.APIKeys), log: log,
-		modelName: cfg.ModelName, created: time.Now().Unix(), thinkOpen: -1, thinkClose: -1}
+		modelName: cfg.ModelName, created: time.Now().Unix(), thinkOpen: -1, thinkClose: -1, toolCallOpen: -1, toolCallClose: -1}
 	if s.modelName == "" {
 		s.modelName = filepath.Base(filepath.Clean(e.Dir))
 	}
@@ -113,6 +114,11 @@ func New(e *engine.Engine, cfg Config) (*Server, error) {
 			// The close the templates write after thinking (with a newline
 			// first, so a cut sentence does not run into the marker).
 			s.forceClose = e.Tokenizer.Encode(reasoning.ForcedClose)
+		}
+	}
+	if id, ok := e.Tokenizer.TokenID(toolCallTag); ok {
+		if id2, ok2 := e.Tokenizer.TokenID(toolCallEndTag); ok2 {
+			s.toolCallOpen, s.toolCallClose = id, id2
 		}
 	}
 	switch strings.ToLower(cfg.ToolFormat) {
