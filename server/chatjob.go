@@ -179,7 +179,7 @@ func (s *Server) chatJob(req *chatRequest) (*job, *APIError) {
 	}
 	j.forcedCall = req.toolChoice == "required" || req.toolChoice == "function"
 	if req.format != "" && !j.forcedCall {
-		if j.grammar, err = s.grammar(req.format, req.formatParam); err != nil {
+		if j.grammar, err = s.grammar(req.format, req.formatParam, req.formatStrict); err != nil {
 			return nil, err
 		}
 	}

@@ -40,8 +40,12 @@ type chatRequest struct {
 	// for hooks (set by the handler; copies, not request buffers).
 	hookKey, hookEndpoint string
 	// format is the JSON schema the answer must follow (response_format,
-	// text.format); "" for none. formatParam names its field.
+	// text.format); "" for none. formatParam names its field. formatStrict:
+	// the schema said strict: true, so it must be enforced exactly (else
+	// keywords that only narrow values, such as pattern or minimum, are
+	// ignored where the engine cannot enforce them).
 	format, formatParam string
+	formatStrict        bool
 }
 
 // genParams are the generation fields shared by chat and completions.
@@ -503,6 +507,12 @@ func decodeResponseFormat(f fields, req *chatRequest) *APIError {
 		req.format, req.formatParam = "true", "response_format.json_schema.schema"
 		if sc := js.Get("schema"); sc.Exists() {
 			req.format = sc.Raw
+		}
+		if st := js.Get("strict"); st.Exists() && st.Type != gjson.Null {
+			if !st.IsBool() {
+				return fieldError("response_format.json_schema.strict", "must be a boolean (true or false)")
+			}
+			req.formatStrict = st.Bool()
 		}
 		return nil
 	default:

@@ -52,15 +52,26 @@ func (s *Server) constraintVocab() *constrain.Vocab {
 
 // grammar compiles a schema (JSON text), reusing a cached compile of the
 // same text. param names the field the schema came from, for errors.
-func (s *Server) grammar(schema, param string) (*constrain.Grammar, *APIError) {
+// strict: exactly, or an error (constrain.Compile); otherwise keywords that
+// only narrow values and that the engine cannot enforce are ignored
+// (constrain.CompileLoose), as OpenAI guarantees a schema only with strict.
+func (s *Server) grammar(schema, param string, strict bool) (*constrain.Grammar, *APIError) {
+	key := schema
+	if !strict {
+		key = "\x00loose" + schema
+	}
 	gc := &s.grammars
 	gc.mu.Lock()
-	g, ok := gc.m[schema]
+	g, ok := gc.m[key]
 	gc.mu.Unlock()
 	if ok {
 		return g, nil
 	}
-	g, err := constrain.Compile([]byte(schema))
+	compile := constrain.CompileLoose
+	if strict {
+		compile = constrain.Compile
+	}
+	g, err := compile([]byte(schema))
 	if err != nil {
 		msg := err.Error()
 		var se *constrain.SchemaError
@@ -73,7 +84,7 @@ func (s *Server) grammar(schema, param string) (*constrain.Grammar, *APIError) {
 		}
 		return nil, &APIError{Status: 400, Type: "invalid_request_error", Param: param, Code: "invalid_schema", Message: msg}
 	}
-	gc.add(schema, g)
+	gc.add(key, g)
 	return g, nil
 }
 
@@ -104,7 +115,7 @@ func (s *Server) hookGrammar(j *job, g string) *APIError {
 		s.log.Warn("the grammar hook returned grammar text; only JSON schemas are enforced", "bytes", len(g))
 		return nil
 	}
-	gr, err := s.grammar(t, "grammar hook")
+	gr, err := s.grammar(t, "grammar hook", true)
 	if err != nil {
 		return s.hookError("grammar", errors.New(err.Message))
 	}

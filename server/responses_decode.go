@@ -117,6 +117,12 @@ func decodeResponses(body string) (*responsesRequest, *APIError) {
 				return nil, badRequest("text.format.schema", "text.format.schema is required with type json_schema")
 			}
 			req.format, req.formatParam = sc.Raw, "text.format.schema"
+			if st := t.Get("format.strict"); st.Exists() && st.Type != gjson.Null {
+				if !st.IsBool() {
+					return nil, fieldError("text.format.strict", "must be a boolean (true or false)")
+				}
+				req.formatStrict = st.Bool()
+			}
 		default:
 			return nil, badRequest("text.format.type", "text.format.type must be \"text\", \"json_object\" or \"json_schema\", got %s", ft.Raw)
 		}

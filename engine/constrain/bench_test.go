@@ -30,12 +30,17 @@ func qwenVocab(b *testing.B) *Vocab {
 
 // BenchmarkMaskUncached is one vocabulary walk of Qwen3's 151k tokens per
 // op, in the costliest state (inside a string, where nearly every token is
-// allowed) and at an object's key.
+// allowed), at an object's key, inside a string with a pattern (its DFA
+// built once, then reused) and inside a bounded integer.
 func BenchmarkMaskUncached(b *testing.B) {
 	v := qwenVocab(b)
-	for _, c := range []struct{ name, prefix string }{{"in_string", `{"name": "x`}, {"at_key", `{"name": "x", `}} {
+	for _, c := range []struct{ name, prefix string }{{"in_string", `{"name": "x`}, {"at_key", `{"name": "x", `},
+		{"in_pattern_string", `{"name": "x", "age": 3, "code": "A`}, {"in_bounded_integer", `{"name": "x", "age": 1`}} {
 		b.Run(c.name, func(b *testing.B) {
-			g, _ := Compile([]byte(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}}}`))
+			g, err := Compile([]byte(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":150},"code":{"type":"string","pattern":"^[A-Z][a-z0-9 ]*$"}}}`))
+			if err != nil {
+				b.Fatal(err)
+			}
 			m := g.Matcher(v)
 			if err := m.Feed([]byte(c.prefix)); err != nil {
 				b.Fatal(err)

@@ -227,8 +227,14 @@ func FuzzAnyJSON(f *testing.F) {
 
 func TestCompileErrors(t *testing.T) {
 	cases := []struct{ schema, path string }{
-		{`{"type":"string","pattern":"^a"}`, "/pattern"},
-		{`{"type":"object","properties":{"a":{"type":"integer","minimum":3}}}`, "/properties/a/minimum"},
+		{`{"type":"string","pattern":"\\bx"}`, "/pattern"},
+		{`{"type":"string","pattern":"(a"}`, "/pattern"},
+		{`{"type":"string","minLength":3,"maxLength":2}`, "/maxLength"},
+		{`{"type":"string","maxLength":-1}`, "/maxLength"},
+		{`{"type":"number","maximum":3}`, "/maximum"},
+		{`{"type":"object","properties":{"a":{"type":"number","minimum":3}}}`, "/properties/a/minimum"},
+		{`{"minimum":3}`, "/minimum"},
+		{`{"type":"integer","multipleOf":3}`, "/multipleOf"},
 		{`{"type":"object","properties":{"a/b":{"type":"strin"}}}`, "/properties/a~1b/type"},
 		{`{"$ref":"#/$defs/missing"}`, "/$ref"},
 		{`{"$ref":"http://x"}`, "/$ref"},
@@ -266,7 +272,10 @@ func testVocab() ([][]byte, *Vocab) {
 // TestMaskMatchesFeed checks every mask along random walks against feeding
 // each token to a copy of the matcher.
 func TestMaskMatchesFeed(t *testing.T) {
-	schemas := []string{`{}`, `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tags":{"type":"array","items":{"enum":["a","ab",1,12]}},"boss":{"$ref":"#"}},"required":["name"]}`}
+	schemas := []string{`{}`, `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tags":{"type":"array","items":{"enum":["a","ab",1,12]}},"boss":{"$ref":"#"}},"required":["name"]}`,
+		`{"type":"array","items":{"type":"string","pattern":"^(a|é)[ab1\\n]*$","minLength":2,"maxLength":6}}`,
+		`{"type":"object","additionalProperties":{"type":"string","pattern":"1{2}","maxLength":4}}`,
+		`{"type":"array","items":{"type":"string","minLength":3,"maxLength":5}}`, `{"type":"array","items":{"type":"string","minLength":3}}`}
 	toks, v := testVocab()
 	r := rand.New(rand.NewPCG(3, 4))
 	tools, err := ToolCall([]Tool{{Name: "name", Parameters: []byte(schemas[1])}, {Name: "ab"}})

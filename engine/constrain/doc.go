@@ -39,9 +39,23 @@
 //     "#/definitions/…" (recursion allowed), "items", "minItems",
 //     "maxItems", "nullable"; at most 64 enum values, properties or
 //     alternatives in one place;
+//   - strings' "minLength" and "maxLength" (in characters) and "pattern"
+//     (Go's regexp syntax, RE2: no lookaround or backreferences, and no
+//     \b; it matches anywhere unless anchored), run on the decoded string as
+//     a lazily built DFA that stops a string at the first character after
+//     which no match can follow; "format" date, time, date-time, duration,
+//     email, hostname, ipv4, ipv6 and uuid as patterns (other formats are
+//     annotations); a constrained string takes no surrogate \u escapes;
+//   - integers' "minimum", "maximum", "exclusiveMinimum" and
+//     "exclusiveMaximum" (numbers, or draft 4's booleans): a digit is
+//     allowed only if some integer within the bounds starts with the
+//     digits so far; bounds on numbers that may have fractions are not
+//     enforced;
 //   - annotations ("title", "description", "default", "examples",
 //     "$schema", "$id", "$comment", "strict", "format", "deprecated",
 //     "readOnly", "writeOnly") are ignored; any other keyword is refused
-//     with its path, since output that silently ignores a constraint is
-//     worse than a clear error.
+//     with its path by Compile, since output that silently ignores a
+//     constraint is worse than a clear error; CompileLoose ignores the
+//     keywords that only narrow values (a number's bounds, multipleOf,
+//     uniqueItems, …) for schemas not written for constrained decoding.
 package constrain

@@ -6,7 +6,7 @@ import (
 )
 
 func TestCompileLoose(t *testing.T) {
-	schema := `{"type":"object","properties":{"n":{"type":"integer","minimum":3,"maximum":5},"s":{"type":"string","pattern":"^a","minLength":2},"l":{"type":"array","uniqueItems":true,"items":{"type":"number","multipleOf":2}}},"required":["n"],"minProperties":1}`
+	schema := `{"type":"object","properties":{"n":{"type":"number","minimum":3,"maximum":5},"s":{"type":"string","pattern":"^a","minLength":2},"l":{"type":"array","uniqueItems":true,"items":{"type":"number","multipleOf":2}}},"required":["n"],"minProperties":1}`
 	if _, err := Compile([]byte(schema)); err == nil {
 		t.Fatal("Compile took narrowing keywords")
 	}
@@ -14,13 +14,14 @@ func TestCompileLoose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The bounds are not enforced; the structure is.
-	for _, d := range []string{`{"n":1}`, `{"n":9,"s":"b","l":[1,1]}`} {
+	// The bounds on a number (not an integer) and on items are not
+	// enforced; the structure and the string's pattern and length are.
+	for _, d := range []string{`{"n":1}`, `{"n":9,"s":"abc","l":[1,1]}`} {
 		if at, done := feed(t, g, d); at >= 0 || !done {
 			t.Errorf("%q rejected at byte %d", d, at)
 		}
 	}
-	for _, d := range []string{`{"s":"a"}`, `{"n":"3"}`, `{"n":1,"l":["x"]}`, `{"n":1,"x":2}`} {
+	for _, d := range []string{`{"s":"a"}`, `{"n":"3"}`, `{"n":1,"l":["x"]}`, `{"n":1,"x":2}`, `{"n":1,"s":"b"}`, `{"n":1,"s":"a"}`} {
 		if at, done := feed(t, g, d); at < 0 && done {
 			t.Errorf("%q accepted", d)
 		}
@@ -188,7 +189,7 @@ func TestGate(t *testing.T) {
 func TestToolCall(t *testing.T) {
 	tools := []Tool{
 		{Name: "get_weather", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"enum":["c","f"]}},"required":["city"]}`), Strict: true},
-		{Name: "ls", Parameters: []byte(`{"type":"object","properties":{"path":{"type":"string","pattern":"^/"},"n":{"type":"integer","minimum":1}}}`)},
+		{Name: "ls", Parameters: []byte(`{"type":"object","properties":{"path":{"type":"string","pattern":"^/"},"n":{"type":"number","minimum":1}}}`)},
 		{Name: "tree", Parameters: []byte(`{"$defs":{"d":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/d"}}}}},"$ref":"#/$defs/d"}`)},
 		{Name: "odd", Parameters: []byte(`{"type":"object","if":{"type":"object"},"then":{}}`)}, // uncompilable: any object
 		{Name: "none"},
@@ -200,7 +201,7 @@ func TestToolCall(t *testing.T) {
 	ok := []string{
 		`{"name": "get_weather", "arguments": {"city": "Paris"}}`,
 		`{"name":"get_weather","arguments":{"city":"Paris","unit":"f"}}`,
-		`{"name": "ls", "arguments": {"path": "rel", "n": 0}}`,
+		`{"name": "ls", "arguments": {"path": "/rel", "n": 0}}`,
 		`{"name": "tree", "arguments": {"kids": [{"kids": []}]}}`,
 		`{"name": "odd", "arguments": {"anything": [1]}}`,
 		`{"name": "none", "arguments": {}}`,
@@ -218,6 +219,7 @@ func TestToolCall(t *testing.T) {
 		`{"name": "none"}`,
 		`{"name": "odd", "arguments": []}`,
 		`{"name": "ls", "arguments": {"path": 3}}`,
+		`{"name": "ls", "arguments": {"path": "rel"}}`,
 	}
 	for _, d := range ok {
 		if at, done := feed(t, g, d); at >= 0 || !done {
@@ -256,10 +258,10 @@ func TestToolCall(t *testing.T) {
 	}
 
 	// A strict tool whose schema cannot be enforced is an error naming it.
-	_, err = ToolCall([]Tool{{Name: "a"}, {Name: "b", Parameters: []byte(`{"type":"string","pattern":"x"}`), Strict: true}})
+	_, err = ToolCall([]Tool{{Name: "a"}, {Name: "b", Parameters: []byte(`{"type":"number","minimum":1}`), Strict: true}})
 	te, isTool := err.(*ToolError)
-	if !isTool || te.Index != 1 || te.Err.Path != "/pattern" {
-		t.Fatalf("strict tool with a pattern: %v", err)
+	if !isTool || te.Index != 1 || te.Err.Path != "/minimum" {
+		t.Fatalf("strict tool with a minimum: %v", err)
 	}
 	// More tools than one union takes.
 	var many []Tool

@@ -1,5 +1,7 @@
 package constrain
 
+import "math"
+
 // The byte automaton. A configuration is the innermost container being
 // written (its node, phase and counter) by value, the enclosing ones as a
 // persistent linked list of frames, and the scalar lexer's state. Stepping
@@ -87,6 +89,18 @@ type lexer struct {
 	lo, hi  byte  // strUTF8: the range of the next byte
 	integer bool
 	key     bool
+	// A string with constraints on its decoded runes (str: its node, with
+	// the length bounds and the pattern): runes so far, the rune being
+	// decoded (UTF-8 bytes or \u digits), the pattern's state.
+	str  *node
+	cnt  uint32
+	code rune
+	rx   *rxState
+	// A bounded integer (num: its node): the digits' value so far, and its
+	// sign.
+	num *node
+	val int64
+	neg bool
 }
 
 type frame struct {
@@ -118,7 +132,7 @@ func (c *config) final() bool {
 	case lexNone:
 		return true
 	case lexNumber:
-		return numFinal(c.lex.sub)
+		return c.lex.numDone()
 	case lexLit:
 		return c.lex.litDone()
 	}
@@ -126,6 +140,69 @@ func (c *config) final() bool {
 }
 
 func numFinal(s uint8) bool { return s == numZero || s == numInt || s == numFrac || s == numExp }
+
+// numDone reports whether the number may end here: complete, and within
+// its bounds.
+func (l *lexer) numDone() bool {
+	if !numFinal(l.sub) {
+		return false
+	}
+	if l.num == nil {
+		return true
+	}
+	v := l.val
+	if l.neg {
+		v = -v
+	}
+	return v >= l.num.lo && v <= l.num.hi
+}
+
+// intFeasible reports whether some integer that starts with the digits so
+// far (none yet: only the sign) lies within the bounds.
+func (l *lexer) intFeasible() bool {
+	n := l.num
+	lo, hi := n.lo, n.hi
+	if l.neg {
+		// The magnitude's bounds: [-hi, -lo] (saturating).
+		lo, hi = negSat(hi), negSat(lo)
+	}
+	switch l.sub {
+	case numMinus:
+		return n.lo <= 0
+	case numZero:
+		return lo <= 0 && 0 <= hi
+	}
+	v := l.val
+	if v > hi {
+		return false
+	}
+	if v >= lo {
+		return true
+	}
+	// v < lo: longer numbers v·10^j … v·10^j + 10^j − 1.
+	for p := int64(10); ; p *= 10 {
+		if v > (math.MaxInt64-p+1)/p {
+			return false // past every bound
+		}
+		a := v * p
+		if a > hi {
+			return false
+		}
+		if a+p-1 >= lo {
+			return true
+		}
+		if p > math.MaxInt64/10 {
+			return false
+		}
+	}
+}
+
+func negSat(x int64) int64 {
+	if x == math.MinInt64 {
+		return math.MaxInt64
+	}
+	return -x
+}
 
 // litDone reports whether a candidate is complete.
 func (l *lexer) litDone() bool {
@@ -166,7 +243,7 @@ func step(c config, b byte, out []config) []config {
 		if c.lex.numberByte(b) {
 			return append(out, c)
 		}
-		if !numFinal(c.lex.sub) {
+		if !c.lex.numDone() {
 			return out
 		}
 		c.lex = lexer{}
@@ -184,25 +261,33 @@ func (l *lexer) stringByte(b byte) bool {
 	case strNormal:
 		switch {
 		case b == '"':
+			if l.str != nil && !l.strCanEnd() {
+				return false
+			}
 			*l = lexer{}
 		case b == '\\':
 			l.sub = strEsc
 		case b < 0x20:
 			return false
 		case b < 0x80:
+			return l.str == nil || l.addRune(rune(b))
 		default:
 			n, lo, hi := utf8Lead(b)
 			if n == 0 {
 				return false
 			}
 			l.sub, l.n, l.lo, l.hi = strUTF8, uint16(n-1), lo, hi
+			l.code = rune(b) & (0x7F >> n)
 		}
 	case strEsc:
+		l.sub = strNormal
 		switch b {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			l.sub = strNormal
+		case '"', '\\', '/':
+			return l.str == nil || l.addRune(rune(b))
+		case 'b', 'f', 'n', 'r', 't':
+			return l.str == nil || l.addRune(rune(escaped[b]))
 		case 'u':
-			l.sub, l.n = strHex, 0
+			l.sub, l.n, l.code = strHex, 0, 0
 		default:
 			return false
 		}
@@ -210,19 +295,77 @@ func (l *lexer) stringByte(b byte) bool {
 		if !isHex(b) {
 			return false
 		}
+		l.code = l.code<<4 | rune(hexVal(b))
 		if l.n++; l.n == 4 {
 			l.sub = strNormal
+			if l.str != nil {
+				// Surrogate escapes would need their pair to make a rune; a
+				// constrained string takes the character itself instead.
+				if l.code >= 0xD800 && l.code <= 0xDFFF {
+					return false
+				}
+				return l.addRune(l.code)
+			}
 		}
 	case strUTF8:
 		if b < l.lo || b > l.hi {
 			return false
 		}
 		l.lo, l.hi = 0x80, 0xBF
+		l.code = l.code<<6 | rune(b&0x3F)
 		if l.n--; l.n == 0 {
 			l.sub = strNormal
+			return l.str == nil || l.addRune(l.code)
 		}
 	}
 	return true
+}
+
+var escaped = [256]byte{'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+func hexVal(b byte) byte {
+	switch {
+	case b >= 'a':
+		return b - 'a' + 10
+	case b >= 'A':
+		return b - 'A' + 10
+	}
+	return b - '0'
+}
+
+// addRune counts a constrained string's rune and advances its pattern,
+// reporting whether the string may still meet its constraints.
+func (l *lexer) addRune(c rune) bool {
+	n := l.str
+	if n.maxLen >= 0 && l.cnt >= uint32(n.maxLen) {
+		return false
+	}
+	l.cnt++
+	l.code = 0
+	if l.rx != nil {
+		l.rx = l.rx.next(c)
+		if l.rx.dead {
+			return false
+		}
+	}
+	return true
+}
+
+// strCanEnd reports whether a constrained string may close here.
+func (l *lexer) strCanEnd() bool {
+	return l.cnt >= uint32(l.str.minLen) && (l.rx == nil || l.rx.final)
+}
+
+// beginString is the lexer of a string of node n after its opening quote.
+func beginString(n *node) lexer {
+	l := lexer{mode: lexString}
+	if n.minLen > 0 || n.maxLen >= 0 || n.rx != nil {
+		l.str = n
+		if n.rx != nil {
+			l.rx = n.rx.start
+		}
+	}
+	return l
 }
 
 func isHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }
@@ -303,6 +446,16 @@ func (l *lexer) numberByte(b byte) bool {
 	}
 	l.sub = next
 	l.n++
+	if l.num != nil {
+		if digit {
+			d := int64(b - '0')
+			if l.val > (math.MaxInt64-d)/10 {
+				return false // beyond every int64 bound
+			}
+			l.val = l.val*10 + d
+		}
+		return l.intFeasible()
+	}
 	return true
 }
 
@@ -509,7 +662,7 @@ var (
 	anyArray  = &node{kind: kArray, id: -3, items: anyValue, maxItems: -1}
 	boolLits  = &node{kind: kLiteral, id: -4, lits: []string{"true", "false"}, maxItems: -1}
 	nullLits  = &node{kind: kLiteral, id: -5, lits: []string{"null"}, maxItems: -1}
-	anyString = &node{kind: kString, id: -6, maxItems: -1}
+	anyString = &node{kind: kString, id: -6, maxItems: -1, maxLen: -1}
 	anyNumber = &node{kind: kNumber, id: -7, maxItems: -1}
 )
 
@@ -557,7 +710,7 @@ func beginValue(c config, n *node, b byte, out []config, depth int) []config {
 		if b != '"' {
 			return out
 		}
-		c.lex = lexer{mode: lexString}
+		c.lex = beginString(n)
 		return append(out, c)
 	case kNumber, kInteger:
 		c.lex = lexer{mode: lexNumber, sub: numMinus, integer: n.kind == kInteger}
@@ -571,6 +724,15 @@ func beginValue(c config, n *node, b byte, out []config, depth int) []config {
 			return out
 		}
 		c.lex.n = 1
+		if n.bounded {
+			c.lex.num, c.lex.neg = n, b == '-'
+			if b != '-' {
+				c.lex.val = int64(b - '0')
+			}
+			if !c.lex.intFeasible() {
+				return out
+			}
+		}
 		return append(out, c)
 	case kLiteral:
 		var cand uint64

@@ -31,7 +31,7 @@ func (m *Matcher) Words() int { return m.v.words }
 // Allowed implements sched.Constraint.
 func (m *Matcher) Allowed(mask []uint64) bool {
 	clear(mask)
-	m.key = stateKey(m.key[:0], m.state)
+	m.key = stateKey(m.key[:0], m.state, m.v.maxDepth)
 	if c := m.g.cache.get(m.v, m.key); c != nil {
 		copy(mask, c)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,13 @@ type node struct {
 	maxItems int      // -1: no limit
 	lits     []string // kLiteral
 	alts     []*node  // kUnion
+	// kString: the length bounds in runes (maxLen -1: none) and the
+	// pattern.
+	minLen, maxLen int32
+	rx             *regex
+	// kInteger with bounds: lo ≤ value ≤ hi.
+	bounded bool
+	lo, hi  int64
 	// trail: at the root, how many whitespace bytes may follow the
 	// document (0 unless the grammar says otherwise).
 	trail uint8
@@ -202,7 +210,7 @@ var ignored = map[string]bool{
 // then accepts a superset of the schema, the JSON structure still enforced.
 var narrowing = map[string]bool{
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
-	"minLength": true, "maxLength": true, "pattern": true, "minProperties": true, "maxProperties": true,
+	"minProperties": true, "maxProperties": true,
 	"uniqueItems": true, "contains": true, "minContains": true, "maxContains": true, "propertyNames": true,
 	"contentEncoding": true, "contentMediaType": true, "not": true,
 }
@@ -244,7 +252,7 @@ func compileSchema(schema []byte, loose bool) (*Grammar, error) {
 
 func (c *compiler) newNode(k kind) *node {
 	c.nodes++
-	return &node{kind: k, id: int32(c.nodes), maxItems: -1}
+	return &node{kind: k, id: int32(c.nodes), maxItems: -1, maxLen: -1}
 }
 
 func (c *compiler) compile(v value, path string) (*node, error) {
@@ -264,7 +272,13 @@ func (c *compiler) compile(v value, path string) (*node, error) {
 	for _, m := range v.obj {
 		switch m.key {
 		case "type", "enum", "const", "anyOf", "oneOf", "allOf", "properties", "required", "additionalProperties",
-			"items", "minItems", "maxItems", "nullable":
+			"items", "minItems", "maxItems", "nullable", "minLength", "maxLength", "pattern":
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+			// Enforced on integers; a number or an untyped value with bounds
+			// is not (a loose compile ignores them).
+			if !integerOnly(v) && !c.loose {
+				return nil, &SchemaError{path + "/" + m.key, "not supported by constrained decoding (bounds apply to integers only)"}
+			}
 		default:
 			if !ignored[m.key] && !(c.loose && narrowing[m.key]) {
 				return nil, &SchemaError{path + "/" + m.key, "not supported by constrained decoding"}
@@ -385,11 +399,11 @@ func has(v value, key string) bool {
 func (c *compiler) typed(t string, v value, path string) (*node, error) {
 	switch t {
 	case "string":
-		return c.newNode(kString), nil
+		return c.stringNode(v, path)
 	case "number":
 		return c.newNode(kNumber), nil
 	case "integer":
-		return c.newNode(kInteger), nil
+		return c.integerNode(v, path)
 	case "boolean":
 		n := c.newNode(kLiteral)
 		n.lits = []string{"true", "false"}
@@ -404,6 +418,161 @@ func (c *compiler) typed(t string, v value, path string) (*node, error) {
 		return c.array(v, path)
 	}
 	return nil, &SchemaError{path + "/type", fmt.Sprintf("unknown type %q", t)}
+}
+
+// formatPatterns are the string formats enforced (those OpenAI's
+// structured outputs list), as patterns in the RFC 3339 / 4122 / 5321 forms
+// a model writes.
+var formatPatterns = map[string]string{
+	"date":      `^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$`,
+	"time":      `^([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$`,
+	"date-time": `^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt ]([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$`,
+	"duration":  `^P(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$`,
+	"email":     `^[A-Za-z0-9.!#$%&'*+/=?^_{|}~-]+@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$`,
+	"hostname":  `^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`,
+	"ipv4":      `^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$`,
+	"ipv6":      `^[0-9A-Fa-f:.]{2,45}$`,
+	"uuid":      `^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$`,
+}
+
+// integerOnly reports whether v's numbers can only be integers: its type
+// is "integer", or a list with "integer" and without "number".
+func integerOnly(v value) bool {
+	t, ok := v.get("type")
+	switch {
+	case !ok:
+		return false
+	case t.kind == 's':
+		return t.str == "integer"
+	case t.kind == 'a':
+		hasInt := false
+		for _, x := range t.arr {
+			if x.str == "number" {
+				return false
+			}
+			hasInt = hasInt || x.str == "integer"
+		}
+		return hasInt
+	}
+	return false
+}
+
+// integerNode is an integer with its bounds (minimum, maximum, and the
+// exclusive ones, as numbers or, in draft 4, as booleans). A bounded
+// integer's magnitude is at most 2⁶³−1.
+func (c *compiler) integerNode(v value, path string) (*node, error) {
+	n := c.newNode(kInteger)
+	n.lo, n.hi = math.MinInt64, math.MaxInt64
+	bound := func(key string, ceil bool) (int64, bool, error) {
+		x, ok := v.get(key)
+		if !ok || x.kind != 'n' {
+			if ok && x.kind != 'b' {
+				return 0, false, &SchemaError{path + "/" + key, "must be a number"}
+			}
+			return 0, false, nil
+		}
+		f, err := strconv.ParseFloat(string(x.num), 64)
+		if err != nil || math.IsInf(f, 0) || math.Abs(f) > 1<<62 {
+			return 0, false, &SchemaError{path + "/" + key, "must be a number within ±2⁶²"}
+		}
+		if i, err := strconv.ParseInt(string(x.num), 10, 64); err == nil {
+			return i, true, nil
+		}
+		if ceil {
+			return int64(math.Ceil(f)), true, nil
+		}
+		return int64(math.Floor(f)), true, nil
+	}
+	draft4 := func(key string) bool {
+		x, ok := v.get(key)
+		return ok && x.kind == 'b' && x.b
+	}
+	for _, b := range []struct {
+		key       string
+		low, excl bool
+	}{{"minimum", true, false}, {"maximum", false, false}, {"exclusiveMinimum", true, true}, {"exclusiveMaximum", false, true}} {
+		x, ok, err := bound(b.key, b.low)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		excl := b.excl || (b.key == "minimum" && draft4("exclusiveMinimum")) || (b.key == "maximum" && draft4("exclusiveMaximum"))
+		if excl {
+			if f, _ := strconv.ParseFloat(string(mustGet(v, b.key).num), 64); f == math.Trunc(f) {
+				if b.low {
+					x++
+				} else {
+					x--
+				}
+			}
+		}
+		n.bounded = true
+		if b.low {
+			n.lo = max(n.lo, x)
+		} else {
+			n.hi = min(n.hi, x)
+		}
+	}
+	if n.lo > n.hi {
+		return nil, &SchemaError{path, "no integer lies within the bounds"}
+	}
+	return n, nil
+}
+
+func mustGet(v value, key string) value {
+	x, _ := v.get(key)
+	return x
+}
+
+// maxStringLen bounds minLength and maxLength (a rune counter's range).
+const maxStringLen = 1 << 30
+
+func (c *compiler) stringNode(v value, path string) (*node, error) {
+	n := c.newNode(kString)
+	for _, k := range []string{"minLength", "maxLength"} {
+		x, ok := v.get(k)
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(string(x.num))
+		if x.kind != 'n' || err != nil || i < 0 || i > maxStringLen {
+			return nil, &SchemaError{path + "/" + k, "must be a non-negative integer"}
+		}
+		if k == "minLength" {
+			n.minLen = int32(i)
+		} else {
+			n.maxLen = int32(i)
+		}
+	}
+	if n.maxLen >= 0 && n.maxLen < n.minLen {
+		return nil, &SchemaError{path + "/maxLength", "is below minLength"}
+	}
+	if f, ok := v.get("format"); ok && f.kind == 's' && !has(v, "pattern") {
+		// A format is an annotation in JSON Schema; the common ones are
+		// enforced as their patterns (a string with both keeps the pattern).
+		if p, ok := formatPatterns[f.str]; ok {
+			rx, err := compileRegex(p)
+			if err != nil {
+				panic(err) // the table's patterns compile
+			}
+			n.rx = rx
+		}
+	}
+	if p, ok := v.get("pattern"); ok {
+		if p.kind != 's' {
+			return nil, &SchemaError{path + "/pattern", "must be a string"}
+		}
+		rx, err := compileRegex(p.str)
+		switch {
+		case err == nil:
+			n.rx = rx
+		case !c.loose:
+			return nil, &SchemaError{path + "/pattern", err.Error()}
+		}
+	}
+	return n, nil
 }
 
 func (c *compiler) object(v value, path string) (*node, error) {

@@ -179,8 +179,10 @@ func (c *maskCache) put(v *Vocab, key []byte, mask []uint64) {
 
 // stateKey serialises a state for the mask cache: everything a step reads.
 // Each field is a uvarint and each configuration starts with its frame
-// count, so distinct states give distinct keys.
-func stateKey(dst []byte, s []config) []byte {
+// count, so distinct states give distinct keys. A constrained string's
+// rune count enters only as its distance to the bounds, clamped past depth
+// (the longest token: no token can tell such counts apart).
+func stateKey(dst []byte, s []config, depth int) []byte {
 	put := func(x int64) { dst = binary.AppendUvarint(dst, uint64(x)) }
 	for i := range s {
 		c := &s[i]
@@ -206,6 +208,35 @@ func stateKey(dst []byte, s []config) []byte {
 		put(int64(l.cand))
 		put(int64(l.n))
 		put(int64(l.lo) | int64(l.hi)<<8)
+		if l.str != nil {
+			clamp := func(x int64) int64 { return max(0, min(x, int64(depth)+1)) }
+			var rx int64
+			if l.rx != nil {
+				rx = int64(l.rx.id)
+			}
+			toMax := int64(depth) + 2
+			if l.str.maxLen >= 0 {
+				toMax = clamp(int64(l.str.maxLen) - int64(l.cnt))
+			}
+			put(int64(l.str.id))
+			put(rx)
+			put(int64(l.code))
+			put(clamp(int64(l.str.minLen) - int64(l.cnt)))
+			put(toMax)
+		} else {
+			put(0)
+		}
+		if l.num != nil {
+			neg := int64(0)
+			if l.neg {
+				neg = 1
+			}
+			put(int64(l.num.id))
+			put(neg)
+			put(l.val)
+		} else {
+			put(0)
+		}
 		put(int64(c.node.id))
 		put(int64(c.idx))
 		put(int64(c.phase))

@@ -6,9 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // capitalSchema has only bounded values (an enum, a boolean, a small
@@ -156,18 +161,23 @@ func TestConstrainedErrors(t *testing.T) {
 	ts := shared(t)
 	chat := func(schema any) map[string]any {
 		return map[string]any{"messages": userMsg("hi"), "response_format": map[string]any{"type": "json_schema",
-			"json_schema": map[string]any{"name": "x", "schema": schema}}}
+			"json_schema": map[string]any{"name": "x", "schema": schema, "strict": true}}}
 	}
 	st, _, r := post(t, ts.URL+"/v1/chat/completions", chat(map[string]any{"type": "object", "properties": map[string]any{
-		"a": map[string]any{"type": "string", "pattern": "^x"}}}))
-	checkError(t, st, r, 400, "response_format.json_schema.schema", "/properties/a/pattern")
+		"a": map[string]any{"type": "number", "minimum": 1}}}))
+	checkError(t, st, r, 400, "response_format.json_schema.schema", "/properties/a/minimum")
+	st, _, r = post(t, ts.URL+"/v1/chat/completions", chat(map[string]any{"type": "string", "pattern": "(?=x)"}))
+	checkError(t, st, r, 400, "response_format.json_schema.schema", "/pattern")
 	st, _, r = post(t, ts.URL+"/v1/chat/completions", chat(map[string]any{"$ref": "#/$defs/nope"}))
 	checkError(t, st, r, 400, "response_format.json_schema.schema", "does not resolve")
 	st, _, r = post(t, ts.URL+"/v1/chat/completions", chat("not a schema"))
 	checkError(t, st, r, 400, "response_format.json_schema.schema", "must be an object")
 	st, _, r = post(t, ts.URL+"/v1/responses", map[string]any{"input": "hi", "text": map[string]any{"format": map[string]any{
-		"type": "json_schema", "name": "x", "schema": map[string]any{"type": "integer", "minimum": 1}}}})
+		"type": "json_schema", "name": "x", "strict": true, "schema": map[string]any{"type": "number", "minimum": 1}}}})
 	checkError(t, st, r, 400, "text.format.schema", "/minimum")
+	st, _, r = post(t, ts.URL+"/v1/chat/completions", map[string]any{"messages": userMsg("hi"), "response_format": map[string]any{
+		"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{}, "strict": "yes"}}})
+	checkError(t, st, r, 400, "response_format.json_schema.strict", "boolean")
 }
 
 // TestConstrainedGrammarHook: a grammar hook's JSON schema is enforced on
@@ -196,4 +206,50 @@ func TestConstrainedGrammarHook(t *testing.T) {
 			t.Fatalf("model %s: status %d, text %q: %s", model, st, text, r.Raw)
 		}
 	}
+}
+
+// TestConstrainedPattern: a string's pattern and length bounds and an
+// integer's bounds are enforced on the real model; keywords the engine
+// cannot enforce (a number's maximum) are ignored unless the schema is
+// strict, which makes them a 400.
+func TestConstrainedPattern(t *testing.T) {
+	ts := start(t, opts{model: demoModel(t, "demo", true)})
+	defer ts.close()
+	schema := map[string]any{"type": "object", "properties": orderedProps{
+		{"code", map[string]any{"type": "string", "pattern": "^[A-Z]{3}$"}},
+		{"note", map[string]any{"type": "string", "minLength": 2, "maxLength": 8}},
+		{"n", map[string]any{"type": "integer", "minimum": 3, "maximum": 12}},
+		{"x", map[string]any{"type": "number", "maximum": 1}},
+	}, "required": []string{"code", "note", "n"}}
+	ask := func(strict bool) (int, gjson.Result) {
+		st, _, r := post(t, ts.URL+"/v1/chat/completions", map[string]any{"messages": userMsg("What is the capital of Peru?"),
+			"max_tokens": 300, "temperature": 0, "chat_template_kwargs": map[string]any{"enable_thinking": false},
+			"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": schema, "strict": strict}}})
+		return st, r
+	}
+	st, r := ask(false)
+	if st != 200 || r.Get("choices.0.finish_reason").Str != "stop" {
+		t.Fatalf("status %d: %s", st, r.Raw)
+	}
+	content := r.Get("choices.0.message.content").Str
+	var v struct {
+		Code string          `json:"code"`
+		Note string          `json:"note"`
+		N    json.RawMessage `json:"n"`
+	}
+	if err := json.Unmarshal([]byte(content), &v); err != nil {
+		t.Fatalf("%q: %v", content, err)
+	}
+	if !regexp.MustCompile(`^[A-Z]{3}$`).MatchString(v.Code) {
+		t.Fatalf("%q: code %q does not match ^[A-Z]{3}$", content, v.Code)
+	}
+	if n := utf8.RuneCountInString(v.Note); n < 2 || n > 8 {
+		t.Fatalf("%q: note %q has %d characters, not 2…8", content, v.Note, n)
+	}
+	if n, err := strconv.Atoi(string(v.N)); err != nil || n < 3 || n > 12 {
+		t.Fatalf("%q: n %s is not an integer within 3…12", content, v.N)
+	}
+	// The number's maximum cannot be enforced: strict, that is a 400.
+	st, r = ask(true)
+	checkError(t, st, r, 400, "response_format.json_schema.schema", "/properties/x/maximum")
 }
