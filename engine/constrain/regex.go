@@ -36,8 +36,8 @@ type rxState struct {
 	id    int32
 	pcs   []uint32
 	left  syntax.EmptyOp // the assertions true here from what came before (the beginning of text, of a line)
-	final bool // the string may end here (an end-of-text closure reaches a match)
-	dead  bool // no thread left
+	final bool           // the string may end here (an end-of-text closure reaches a match)
+	dead  bool           // no thread left
 	ascii [128]atomic.Pointer[rxState]
 	other map[rune]*rxState // under re.mu
 }
