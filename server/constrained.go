@@ -125,13 +125,13 @@ func (s *Server) hookGrammar(j *job, g string) *APIError {
 	return nil
 }
 
-// callConstraint sets j's tool-call grammar where it applies: the JSON tool
-// format, and either a forced call (tool_choice required or named: every
-// call's arguments then follow their tool's schema, loosely unless the
-// tool is strict) or a tool marked strict (every call the model opens with
-// <tool_call> is constrained). The XML format's calls are not constrained.
+// callConstraint sets j's tool-call grammar where it applies: a forced
+// call (tool_choice required or named: every call's arguments then follow
+// their tool's schema, loosely unless the tool is strict), or a tool marked
+// strict (every call the model opens with <tool_call> is constrained), in
+// either tool format.
 func (s *Server) callConstraint(req *chatRequest, j *job) *APIError {
-	if s.toolFormat != toolcall.FormatJSON || len(req.toolList) == 0 {
+	if len(req.toolList) == 0 {
 		return nil
 	}
 	strict := false
@@ -158,9 +158,12 @@ func (s *Server) callConstraint(req *chatRequest, j *job) *APIError {
 		}
 		params = append(params, p)
 	}
-	g, err := s.toolGrammar(tools, params)
+	g, err := s.toolGrammar(tools, params, strict)
 	if err != nil {
 		return err
+	}
+	if g == nil {
+		return nil
 	}
 	j.callGrammar = g
 	if j.forcedCall {
@@ -169,11 +172,14 @@ func (s *Server) callConstraint(req *chatRequest, j *job) *APIError {
 	return nil
 }
 
-// toolGrammar compiles the call grammar of tools, reusing a cached compile
-// of the same list; params name the tools' schema fields, for errors.
-func (s *Server) toolGrammar(tools []constrain.Tool, params []string) (*constrain.Grammar, *APIError) {
+// toolGrammar compiles the call grammar of tools in the server's tool
+// format, reusing a cached compile of the same list; params name the tools'
+// schema fields, for errors. A list the format cannot constrain (the XML
+// format's 64 tools) gives no grammar, and an error only when a tool is
+// strict.
+func (s *Server) toolGrammar(tools []constrain.Tool, params []string, strict bool) (*constrain.Grammar, *APIError) {
 	var key strings.Builder
-	key.WriteString("\x00tools")
+	key.WriteString("\x00tools " + s.toolFormat.String())
 	for _, t := range tools {
 		key.WriteString("\x00" + t.Name + "\x00")
 		key.Write(t.Parameters)
@@ -189,11 +195,19 @@ func (s *Server) toolGrammar(tools []constrain.Tool, params []string) (*constrai
 	if ok {
 		return g, nil
 	}
-	g, err := constrain.ToolCall(tools)
+	compile := constrain.ToolCall
+	if s.toolFormat == toolcall.FormatXML {
+		compile = constrain.ToolCallXML
+	}
+	g, err := compile(tools)
 	if err != nil {
 		msg, param := err.Error(), "tools"
 		var te *constrain.ToolError
-		if errors.As(err, &te) {
+		if !errors.As(err, &te) && !strict {
+			s.log.Debug("tool calls not constrained", "reason", err)
+			return nil, nil
+		}
+		if te != nil {
 			param = params[te.Index]
 			msg = param
 			if te.Err.Path != "" {

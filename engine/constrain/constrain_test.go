@@ -277,41 +277,56 @@ func TestMaskMatchesFeed(t *testing.T) {
 		`{"type":"object","additionalProperties":{"type":"string","pattern":"1{2}","maxLength":4}}`,
 		`{"type":"array","items":{"type":"string","minLength":3,"maxLength":5}}`, `{"type":"array","items":{"type":"string","minLength":3}}`}
 	toks, v := testVocab()
-	r := rand.New(rand.NewPCG(3, 4))
 	tools, err := ToolCall([]Tool{{Name: "name", Parameters: []byte(schemas[1])}, {Name: "ab"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, sc := range append(schemas, "tools") {
-		g := tools
-		if i < len(schemas) {
-			g = mustCompile(t, sc)
-		}
-		for walk := 0; walk < 40; walk++ {
-			m := g.Matcher(v)
-			mask := make([]uint64, m.Words())
-			for step := 0; step < 40; step++ {
-				m.Allowed(mask)
-				var allowed []int32
-				for id := range v.Size() {
-					on := mask[id/64]&(1<<(id%64)) != 0
-					want := id < len(toks) && len(toks[id]) > 0 && m.clone().Feed(toks[id]) == nil
-					if on != want {
-						t.Fatalf("%s: step %d, token %d (%q): mask %v, feed %v", sc, step, id, toks[min(id, len(toks)-1)], on, want)
-					}
-					if on {
-						allowed = append(allowed, int32(id))
-					}
+	for _, sc := range schemas {
+		checkMaskMatchesFeed(t, mustCompile(t, sc), toks, v, 40, 40)
+	}
+	checkMaskMatchesFeed(t, tools, toks, v, 40, 40)
+}
+
+// checkMaskMatchesFeed walks g randomly (walks of at most steps tokens),
+// checking at every step that the mask holds exactly the tokens that feed.
+// The mask cache is shared by all the walks, so a state key that confuses
+// two states shows as a wrong mask.
+// It returns how many walks reached a complete document.
+func checkMaskMatchesFeed(t *testing.T, g *Grammar, toks [][]byte, v *Vocab, walks, steps int) (complete int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(3, 4))
+	for walk := 0; walk < walks; walk++ {
+		m := g.Matcher(v)
+		mask := make([]uint64, m.Words())
+		var path []string
+		for step := 0; step < steps; step++ {
+			m.Allowed(mask)
+			var allowed []int32
+			for id := range v.Size() {
+				on := mask[id/64]&(1<<(id%64)) != 0
+				want := id < len(toks) && len(toks[id]) > 0 && m.clone().Feed(toks[id]) == nil
+				if on != want {
+					t.Fatalf("after %q: token %d (%q): mask %v, feed %v", path, id, toks[min(id, len(toks)-1)], on, want)
 				}
-				if len(allowed) == 0 {
-					break
+				if on {
+					allowed = append(allowed, int32(id))
 				}
-				if err := m.Accept(allowed[r.IntN(len(allowed))]); err != nil {
-					t.Fatal(err)
-				}
+			}
+			if len(allowed) == 0 {
+				break
+			}
+			tok := allowed[r.IntN(len(allowed))]
+			if err := m.Accept(tok); err != nil {
+				t.Fatal(err)
+			}
+			path = append(path, string(toks[tok]))
+			if m.CanEnd() {
+				complete++
+				break
 			}
 		}
 	}
+	return complete
 }
 
 func (m *Matcher) clone() *Matcher {

@@ -13,6 +13,8 @@
 //
 // Tool calls: ToolCall compiles the grammar of a call's JSON body for a
 // list of tools ({"name": …, "arguments": …} with each tool's parameters),
+// ToolCallXML the same in the XML format (<function=…> and <parameter=…>
+// tags, raw string values, xml.go),
 // and Gate puts a grammar in force only between a trigger token
 // (<tool_call>) and a close token (</tool_call>), any number of times, the
 // output free in between (sched.Intermittent): strict tools' calls, and

@@ -49,6 +49,9 @@ const (
 	pArrFirst               // after '[': a value or ']'
 	pArrNext                // after an item: ',' or ']'
 	pArrValue               // after ',': a value
+	pXParam                 // XML call arguments: a parameter's opening tag or </function>
+	pXValue                 // after a parameter's opening tag: its value
+	pXValEnd                // after a JSON value: the parameter's closing tag
 )
 
 // lexMode is the scalar being read, if any.
@@ -59,6 +62,8 @@ const (
 	lexString         // sub: strNormal, strEsc, strHex (n hex digits so far), strUTF8 (n bytes to go)
 	lexNumber         // sub: a num* state; integer: no fraction or exponent
 	lexLit            // matching lit.lits (or lit.keys when key) against cand, n bytes so far
+	lexRaw            // an XML parameter's raw text; n: bytes of its closing tag matched (xml.go)
+	lexXName          // an XML parameter's opening tag with a name of the model's (xml.go)
 )
 
 const (
@@ -250,6 +255,10 @@ func step(c config, b byte, out []config) []config {
 		return structural(c, b, out)
 	case lexLit:
 		return c.litByte(b, out)
+	case lexRaw:
+		return c.rawByte(b, out)
+	case lexXName:
+		return c.xnameByte(b, out)
 	}
 	return structural(c, b, out)
 }
@@ -489,10 +498,13 @@ func (c config) litByte(b byte, out []config) []config {
 	}
 	c.lex.cand, c.lex.n = keep, uint16(n+1)
 	if c.lex.key {
-		// Keys end with their closing quote, so a key is matched when its
-		// last byte is.
+		// Keys end with their closing quote (in XML, their ">\n"), so a key
+		// is matched when its last byte is.
 		for m := keep; m != 0; m &= m - 1 {
 			if i := trailing(m); len(tab[i]) == n+1 {
+				if k := c.lex.lit.kind; k == kXCall || k == kXArgs {
+					return xmlKeyDone(c, i, out)
+				}
 				c.lex = lexer{}
 				c.idx, c.phase = int32(i), pObjColon
 				return append(out, c)
@@ -531,6 +543,9 @@ func (l *lexer) whitespace(b byte, leading bool) bool {
 
 // structural handles b between scalars.
 func structural(c config, b byte, out []config) []config {
+	if c.phase >= pXParam {
+		return xmlStructural(c, b, out)
+	}
 	if isWS(b) {
 		if c.phase == pRootDone {
 			// After the document: the root's trail of whitespace bytes
@@ -696,6 +711,8 @@ func beginValue(c config, n *node, b byte, out []config, depth int) []config {
 			return out
 		}
 		return beginValue(c, n, b, out, depth)
+	case kXCall:
+		return xmlBegin(c, n, b, out)
 	case kObject:
 		if b != '{' {
 			return out

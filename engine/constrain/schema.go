@@ -23,6 +23,8 @@ const (
 	kInteger             // a number without fraction or exponent
 	kLiteral             // one of lits (JSON texts: enum, const, true/false, null)
 	kUnion               // any of alts
+	kXCall               // an XML tool call's body: one of props (kXArgs), keys their <function=…> tags
+	kXArgs               // an XML call's parameters: props as kObject's, keys their <parameter=…> tags and </function> last
 )
 
 // maxAlternatives bounds enum values, object properties and anyOf members:

@@ -225,6 +225,7 @@ func stateKey(dst []byte, s []config, depth int) []byte {
 			put(toMax)
 		} else {
 			put(0)
+			put(int64(l.cnt)) // a raw XML value's UTF-8 bytes to go
 		}
 		if l.num != nil {
 			neg := int64(0)

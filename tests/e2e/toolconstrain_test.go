@@ -81,11 +81,13 @@ func checkArgs(t *testing.T, name, args string) {
 // TestToolCallsConstrained: a strict tool's calls follow its schema when
 // the model chooses to call (whole and streamed), and a forced call
 // (required, or named) follows its tool's schema, strict or not; the same
-// on the Anthropic and Responses APIs. The demo model writes its calls in
-// the JSON tool format.
+// on the Anthropic and Responses APIs; in both tool formats (the demo
+// models write JSON and XML calls).
 func TestToolCallsConstrained(t *testing.T) {
-	ts := start(t, opts{model: demoModel(t, "demo", true)})
-	defer ts.close()
+	forEachDemo(t, testToolCallsConstrained)
+}
+
+func testToolCallsConstrained(t *testing.T, ts *testServer) {
 	ask := func(tools []map[string]any, choice any) map[string]any {
 		b := map[string]any{"messages": userMsg("What's the weather in Paris?"), "tools": tools, "max_tokens": 250, "temperature": 0}
 		if choice != nil {
