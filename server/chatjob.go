@@ -178,8 +178,8 @@ func (s *Server) chatJob(req *chatRequest) (*job, *APIError) {
 		j.singleCall = !req.parallelToolCalls
 	}
 	j.forcedCall = req.toolChoice == "required" || req.toolChoice == "function"
-	if req.format != "" && !j.forcedCall {
-		if j.grammar, err = s.grammar(req.format, req.formatParam, req.formatStrict); err != nil {
+	if req.formatParam != "" && !j.forcedCall {
+		if j.grammar, err = s.outputGrammar(&req.outputFormat); err != nil {
 			return nil, err
 		}
 	}

@@ -39,13 +39,7 @@ type chatRequest struct {
 	// hookKey and hookEndpoint are the client's API key and the API path,
 	// for hooks (set by the handler; copies, not request buffers).
 	hookKey, hookEndpoint string
-	// format is the JSON schema the answer must follow (response_format,
-	// text.format); "" for none. formatParam names its field. formatStrict:
-	// the schema said strict: true, so it must be enforced exactly (else
-	// keywords that only narrow values, such as pattern or minimum, are
-	// ignored where the engine cannot enforce them).
-	format, formatParam string
-	formatStrict        bool
+	outputFormat
 }
 
 // genParams are the generation fields shared by chat and completions.
@@ -118,6 +112,9 @@ func decodeChat(body string, vocab int) (*chatRequest, *APIError) {
 		req.topLogprobs = int(v)
 	}
 	if err := decodeResponseFormat(f, req); err != nil {
+		return nil, err
+	}
+	if err := decodeGuided(f, &req.outputFormat); err != nil {
 		return nil, err
 	}
 	for _, name := range []string{"thinking_budget", "max_thinking_tokens"} {

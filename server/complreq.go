@@ -15,6 +15,7 @@ type complRequest struct {
 	logprobs   int // -1: none; else alternatives per token (0 = only the chosen)
 	stream     bool
 	includeUse bool
+	outputFormat
 }
 
 // defaultCompletionTokens is OpenAI's max_tokens default for completions.
@@ -68,6 +69,9 @@ func decodeCompletion(body string, vocab int) (*complRequest, *APIError) {
 		return nil, e
 	} else if set && s != "" {
 		return nil, badRequest("suffix", "suffix (fill-in-the-middle) is not supported")
+	}
+	if err := decodeGuided(f, &req.outputFormat); err != nil {
+		return nil, err
 	}
 	if req.gen.maxTokens == 0 && req.stream {
 		return nil, badRequest("max_tokens", "max_tokens 0 (prompt scoring) cannot be streamed")

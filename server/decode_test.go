@@ -183,6 +183,8 @@ func FuzzDecodeChat(f *testing.F) {
 		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}],"stop":["a","b"],"logit_bias":{"1":2}}`,
 		`{"messages":[],"max_tokens":1e3,"seed":-9223372036854775808}`,
 		`{"messages":[{"role":"user","content":"\u00e9\ud800"}],"response_format":{"type":"json_schema"}}`,
+		`{"messages":[{"role":"user","content":"x"}],"guided_choice":["a","b"],"structured_outputs":{"regex":"a+"}}`,
+		`{"messages":[{"role":"user","content":"x"}],"guided_json":"{\"type\":\"object\"}","grammar":""}`,
 	} {
 		f.Add(s)
 	}
@@ -200,6 +202,7 @@ func FuzzDecodeCompletion(f *testing.F) {
 		`{"prompt":"hi","max_tokens":3,"echo":true,"logprobs":2}`,
 		`{"prompt":[1,2,3]}`, `{"prompt":[[1,2]],"stream":true,"stream_options":{"include_usage":true}}`,
 		`{"prompt":["a","b"]}`, `{"prompt":"x","stop":"y","suffix":""}`,
+		`{"prompt":"x","guided_regex":"[a-z]+","structured_outputs":{"json_object":true}}`,
 	} {
 		f.Add(s)
 	}

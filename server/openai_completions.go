@@ -48,6 +48,11 @@ func (s *Server) handleCompletions(c *fiber.Ctx) error {
 	if req.echo && req.logprobs >= 0 && !req.stream {
 		j.promptLogprobs, j.promptTop = true, req.logprobs
 	}
+	if req.formatParam != "" {
+		if j.grammar, aerr = s.outputGrammar(&req.outputFormat); aerr != nil {
+			return aerr
+		}
+	}
 	if aerr := s.jobHooksApply(jh, j); aerr != nil {
 		return aerr
 	}

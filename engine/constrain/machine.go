@@ -64,6 +64,7 @@ const (
 	lexLit            // matching lit.lits (or lit.keys when key) against cand, n bytes so far
 	lexRaw            // an XML parameter's raw text; n: bytes of its closing tag matched (xml.go)
 	lexXName          // an XML parameter's opening tag with a name of the model's (xml.go)
+	lexText           // raw text matching a pattern (text.go); str: its node
 )
 
 const (
@@ -140,6 +141,8 @@ func (c *config) final() bool {
 		return c.lex.numDone()
 	case lexLit:
 		return c.lex.litDone()
+	case lexText:
+		return c.lex.sub == strNormal && c.lex.rx.final
 	}
 	return false
 }
@@ -259,6 +262,11 @@ func step(c config, b byte, out []config) []config {
 		return c.rawByte(b, out)
 	case lexXName:
 		return c.xnameByte(b, out)
+	case lexText:
+		if c.lex.textByte(b) {
+			out = append(out, c)
+		}
+		return out
 	}
 	return structural(c, b, out)
 }
@@ -546,6 +554,11 @@ func structural(c config, b byte, out []config) []config {
 	if c.phase >= pXParam {
 		return xmlStructural(c, b, out)
 	}
+	if c.phase == pRootValue && c.up == nil && c.node.raw {
+		// Raw text: its first byte is the text's, whitespace or not.
+		c.phase = pRootDone
+		return beginValue(c, c.node, b, out, 0)
+	}
 	if isWS(b) {
 		if c.phase == pRootDone {
 			// After the document: the root's trail of whitespace bytes
@@ -713,6 +726,12 @@ func beginValue(c config, n *node, b byte, out []config, depth int) []config {
 		return beginValue(c, n, b, out, depth)
 	case kXCall:
 		return xmlBegin(c, n, b, out)
+	case kText:
+		c.lex = lexer{mode: lexText, str: n, rx: n.rx.start}
+		if c.lex.textByte(b) {
+			out = append(out, c)
+		}
+		return out
 	case kObject:
 		if b != '{' {
 			return out

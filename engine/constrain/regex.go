@@ -43,8 +43,8 @@ type rxState struct {
 }
 
 // compileRegex compiles a pattern for search (not anchored unless it says
-// so).
-func compileRegex(pattern string) (*regex, error) {
+// so); full: the whole text must match.
+func compileRegex(pattern string, full bool) (*regex, error) {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil, fmt.Errorf("pattern %q: %v", pattern, err)
@@ -52,8 +52,12 @@ func compileRegex(pattern string) (*regex, error) {
 	if hasWordBoundary(re) {
 		return nil, fmt.Errorf("pattern %q: word boundaries (\\b, \\B) are not supported", pattern)
 	}
-	any := &syntax.Regexp{Op: syntax.OpStar, Sub: []*syntax.Regexp{{Op: syntax.OpAnyChar}}}
-	whole := &syntax.Regexp{Op: syntax.OpConcat, Sub: []*syntax.Regexp{any, re.Simplify(), any}}
+	around := &syntax.Regexp{Op: syntax.OpStar, Sub: []*syntax.Regexp{{Op: syntax.OpAnyChar}}}
+	end := around
+	if full {
+		around, end = &syntax.Regexp{Op: syntax.OpBeginText}, &syntax.Regexp{Op: syntax.OpEndText}
+	}
+	whole := &syntax.Regexp{Op: syntax.OpConcat, Sub: []*syntax.Regexp{around, re.Simplify(), end}}
 	prog, err := syntax.Compile(whole)
 	if err != nil {
 		return nil, fmt.Errorf("pattern %q: %v", pattern, err)

@@ -23,6 +23,7 @@ const (
 	kInteger             // a number without fraction or exponent
 	kLiteral             // one of lits (JSON texts: enum, const, true/false, null)
 	kUnion               // any of alts
+	kText                // raw text matching rx in whole (CompileRegex)
 	kXCall               // an XML tool call's body: one of props (kXArgs), keys their <function=…> tags
 	kXArgs               // an XML call's parameters: props as kObject's, keys their <parameter=…> tags and </function> last
 )
@@ -50,6 +51,9 @@ type node struct {
 	// pattern.
 	minLen, maxLen int32
 	rx             *regex
+	// raw: a root kLiteral (or a union of them) of raw text, not JSON
+	// (CompileChoice): no whitespace around it.
+	raw bool
 	// kInteger with bounds: lo ≤ value ≤ hi.
 	bounded bool
 	lo, hi  int64
@@ -555,7 +559,7 @@ func (c *compiler) stringNode(v value, path string) (*node, error) {
 		// A format is an annotation in JSON Schema; the common ones are
 		// enforced as their patterns (a string with both keeps the pattern).
 		if p, ok := formatPatterns[f.str]; ok {
-			rx, err := compileRegex(p)
+			rx, err := compileRegex(p, false)
 			if err != nil {
 				panic(err) // the table's patterns compile
 			}
@@ -566,7 +570,7 @@ func (c *compiler) stringNode(v value, path string) (*node, error) {
 		if p.kind != 's' {
 			return nil, &SchemaError{path + "/pattern", "must be a string"}
 		}
-		rx, err := compileRegex(p.str)
+		rx, err := compileRegex(p.str, false)
 		switch {
 		case err == nil:
 			n.rx = rx

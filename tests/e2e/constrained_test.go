@@ -253,3 +253,63 @@ func TestConstrainedPattern(t *testing.T) {
 	st, r = ask(true)
 	checkError(t, st, r, 400, "response_format.json_schema.schema", "/properties/x/maximum")
 }
+
+// TestGuidedOutputs: vLLM's guided_* and structured_outputs fields and
+// llama.cpp's json_schema constrain chat and text completions alike.
+func TestGuidedOutputs(t *testing.T) {
+	ts := start(t, opts{model: demoModel(t, "demo", true)})
+	defer ts.close()
+	chat := func(extra map[string]any) gjson.Result {
+		body := map[string]any{"messages": userMsg("What is the capital of Peru?"), "max_tokens": 200, "temperature": 0}
+		for k, v := range extra {
+			body[k] = v
+		}
+		st, _, r := post(t, ts.URL+"/v1/chat/completions", body)
+		if st != 200 || r.Get("choices.0.finish_reason").Str != "stop" {
+			t.Fatalf("%v: status %d: %s", extra, st, r.Raw)
+		}
+		return r.Get("choices.0.message")
+	}
+	choices := []string{"Lima", "Cusco", "Paris"}
+	if c := chat(map[string]any{"guided_choice": choices}).Get("content").Str; !slices.Contains(choices, c) {
+		t.Fatalf("guided_choice: %q", c)
+	}
+	noThink := map[string]any{"enable_thinking": false}
+	re := regexp.MustCompile(`^The capital is [A-Z][a-z]+\.$`)
+	if c := chat(map[string]any{"structured_outputs": map[string]any{"regex": `The capital is [A-Z][a-z]+\.`}, "chat_template_kwargs": noThink}).Get("content").Str; !re.MatchString(c) {
+		t.Fatalf("structured_outputs.regex: %q", c)
+	}
+	checkCapital(t, chat(map[string]any{"guided_json": capitalSchema}).Get("content").Str)
+	checkCapital(t, chat(map[string]any{"json_schema": capitalSchema}).Get("content").Str)
+	checkCapital(t, chat(map[string]any{"structured_outputs": map[string]any{"json": string(mustJSON(capitalSchema))}}).Get("content").Str)
+	d := assembleChat(t, streamEvents(t, ts.URL+"/v1/chat/completions", map[string]any{"messages": userMsg("What is the capital of Peru?"),
+		"max_tokens": 200, "temperature": 0, "stream": true, "guided_choice": choices}))
+	if !slices.Contains(choices, d.content) || d.finish != "stop" {
+		t.Fatalf("streamed guided_choice: %+v", d)
+	}
+	st, _, r := post(t, ts.URL+"/v1/completions", map[string]any{"prompt": "The capital of Peru is", "max_tokens": 30, "temperature": 0,
+		"guided_regex": ` [A-Z][a-z]+\.`})
+	if txt := r.Get("choices.0.text").Str; st != 200 || !regexp.MustCompile(`^ [A-Z][a-z]+\.$`).MatchString(txt) || r.Get("choices.0.finish_reason").Str != "stop" {
+		t.Fatalf("completions guided_regex: status %d: %s", st, r.Raw)
+	}
+
+	bad := []struct {
+		body        map[string]any
+		param, text string
+	}{
+		{map[string]any{"guided_regex": "("}, "guided_regex", "missing closing"},
+		{map[string]any{"guided_choice": []any{"a", 1}}, "guided_choice", "array of strings"},
+		{map[string]any{"guided_grammar": `root ::= "a"`}, "guided_grammar", "not supported"},
+		{map[string]any{"structured_outputs": map[string]any{"grammar": `root ::= "a"`}}, "structured_outputs.grammar", "not supported"},
+		{map[string]any{"guided_json": "not json"}, "guided_json", "JSON schema"},
+		{map[string]any{"response_format": map[string]any{"type": "json_object"}, "guided_choice": []string{"a"}}, "guided_choice", "both constrain"},
+	}
+	for _, b := range bad {
+		body := map[string]any{"messages": userMsg("hi")}
+		for k, v := range b.body {
+			body[k] = v
+		}
+		st, _, r := post(t, ts.URL+"/v1/chat/completions", body)
+		checkError(t, st, r, 400, b.param, b.text)
+	}
+}
