@@ -17,7 +17,7 @@ const (
 )
 
 // Constrained decoding: response_format json_object / json_schema (chat),
-// text.format (Responses) and the grammar hook's JSON schemas are enforced
+// text.format (Responses) and the grammar hook's schemas and GBNF grammars are enforced
 // by engine/constrain, token by token, on the answer (not on the reasoning,
 // and not under a forced tool call); tool calls' arguments follow their
 // tools' schemas under a forced call or for strict tools (callConstraint).
@@ -105,17 +105,19 @@ func (gc *grammarCache) add(key string, g *constrain.Grammar) {
 }
 
 // hookGrammar applies the grammar hook's result: a JSON schema (an object
-// or true) is enforced; other grammar text is not supported and is logged.
+// or true), or grammar text in GBNF; either is enforced.
 func (s *Server) hookGrammar(j *job, g string) *APIError {
 	t := strings.TrimSpace(g)
 	if t == "" {
 		return nil
 	}
-	if t[0] != '{' && t != "true" {
-		s.log.Warn("the grammar hook returned grammar text; only JSON schemas are enforced", "bytes", len(g))
-		return nil
+	var gr *constrain.Grammar
+	var err *APIError
+	if t[0] == '{' || t == "true" {
+		gr, err = s.grammar(t, "grammar hook", true)
+	} else {
+		gr, err = s.outputGrammar(&outputFormat{format: g, formatParam: "grammar hook", formatKind: "grammar"})
 	}
-	gr, err := s.grammar(t, "grammar hook", true)
 	if err != nil {
 		return s.hookError("grammar", errors.New(err.Message))
 	}

@@ -8,11 +8,12 @@ import (
 )
 
 // outputFormat is what the output must be: a JSON schema (response_format,
-// text.format, guided_json, json_schema), a regular expression or a list
-// of choices (guided_regex, guided_choice, structured_outputs), or nothing
-// (formatParam "").
+// text.format, guided_json, json_schema), a regular expression, a list of
+// choices or a GBNF grammar (guided_regex, guided_choice, guided_grammar,
+// structured_outputs, grammar), or nothing (formatParam "").
 type outputFormat struct {
-	// format is the schema's JSON text (kind "") or the pattern ("regex");
+	// format is the schema's JSON text (kind ""), the pattern ("regex") or
+	// the grammar ("grammar");
 	// formatChoices the choices ("choice"). formatParam names the field it
 	// came from, for errors. formatStrict: the schema said strict: true, so
 	// it must be enforced exactly (else keywords that only narrow values and
@@ -24,10 +25,10 @@ type outputFormat struct {
 
 // decodeGuided reads the fields vLLM and llama.cpp servers take for
 // constrained output: guided_json, guided_regex, guided_choice,
-// structured_outputs {json, regex, choice, json_object}, and llama.cpp's
-// json_schema. Grammars (guided_grammar, structured_outputs.grammar,
-// llama.cpp's grammar) are refused: only JSON schemas, patterns and choices
-// are enforced. One way of constraining the output per request.
+// guided_grammar, structured_outputs {json, regex, choice, grammar,
+// json_object}, and llama.cpp's json_schema and grammar. Grammars are GBNF
+// (llama.cpp's format; vLLM's EBNF grammars in that syntax). One way of
+// constraining the output per request.
 func decodeGuided(f fields, of *outputFormat) *APIError {
 	set := func(param, kind, text string, choices []string) *APIError {
 		if of.formatParam != "" {
@@ -62,7 +63,10 @@ func decodeGuided(f fields, of *outputFormat) *APIError {
 		if r.Type == gjson.String && r.Str == "" || r.Type == gjson.Null {
 			return nil
 		}
-		return badRequest(param, "%s: grammars are not supported; constrain the output with a JSON schema, a regular expression or a list of choices", param)
+		if r.Type != gjson.String {
+			return fieldError(param, "must be a string (a grammar in llama.cpp's GBNF)")
+		}
+		return set(param, "grammar", r.Str, nil)
 	}
 	for _, g := range []struct {
 		key string
@@ -108,6 +112,9 @@ func (s *Server) outputGrammar(of *outputFormat) (*constrain.Grammar, *APIError)
 	case "regex":
 		key = "\x00regex " + of.format
 		compile = func() (*constrain.Grammar, error) { return constrain.CompileRegex(of.format) }
+	case "grammar":
+		key = "\x00gbnf " + of.format
+		compile = func() (*constrain.Grammar, error) { return constrain.CompileGBNF(of.format) }
 	case "choice":
 		b, _ := json.Marshal(of.formatChoices)
 		key = "\x00choice " + string(b)

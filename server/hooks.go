@@ -18,7 +18,7 @@ type Hooks struct {
 	Router    Router               // Starlark route
 	Thinking  ThinkingBudgeter     // Starlark thinking_budget
 	Sampling  SamplingOverrider    // Starlark sampling
-	Grammar   GrammarProvider      // Starlark grammar (JSON schemas enforced)
+	Grammar   GrammarProvider      // Starlark grammar (JSON schemas and GBNF enforced)
 	Tools     ToolCallParser       // Starlark parse_tool_calls
 	Editor    ResponseEditor       // Starlark on_response (every reply; holds streams back)
 	Observers []CompletionObserver // Lua on_complete: last, errors only logged
@@ -101,9 +101,9 @@ type SamplingOverrider interface {
 }
 
 // GrammarProvider returns a JSON schema or grammar text constraining the
-// output ("" for none). A JSON schema (an object or true) is enforced on
-// the answer by constrained decoding (constrained.go); other grammar text is
-// only logged. Implementations validate what they return.
+// output ("" for none). A JSON schema (an object or true) or a GBNF grammar
+// (any other text) is enforced on the answer by constrained decoding
+// (constrained.go). Implementations validate what they return.
 type GrammarProvider interface {
 	Grammar(r *HookRequest) (string, error)
 }

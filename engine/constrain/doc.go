@@ -1,7 +1,10 @@
-// Package constrain restricts generation to JSON, optionally JSON of a
-// schema: the engine's constrained decoding, behind OpenAI's response_format
-// (json_object, json_schema), the Responses API's text.format and the
-// grammar hook.
+// Package constrain restricts generation to a language: JSON, optionally of
+// a schema; a regular expression or a list of choices (text.go); a GBNF
+// grammar (gbnf.go); a tool call's body (toolcall.go, xml.go). It is the
+// engine's constrained decoding, behind OpenAI's response_format
+// (json_object, json_schema), the Responses API's text.format, vLLM's and
+// llama.cpp's guided fields, strict and forced tool calls and the grammar
+// hook.
 //
 // Compile turns a JSON Schema into a Grammar (immutable, shared by any
 // number of requests). A Vocab indexes a tokenizer's tokens by their bytes

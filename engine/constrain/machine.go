@@ -49,6 +49,7 @@ const (
 	pArrFirst               // after '[': a value or ']'
 	pArrNext                // after an item: ',' or ']'
 	pArrValue               // after ',': a value
+	pGram                   // in a GBNF grammar, at a character class (gbnf.go)
 	pXParam                 // XML call arguments: a parameter's opening tag or </function>
 	pXValue                 // after a parameter's opening tag: its value
 	pXValEnd                // after a JSON value: the parameter's closing tag
@@ -65,6 +66,7 @@ const (
 	lexRaw            // an XML parameter's raw text; n: bytes of its closing tag matched (xml.go)
 	lexXName          // an XML parameter's opening tag with a name of the model's (xml.go)
 	lexText           // raw text matching a pattern (text.go); str: its node
+	lexGram           // a GBNF character, maybe part-way through its UTF-8 bytes (gbnf.go)
 )
 
 const (
@@ -267,6 +269,8 @@ func step(c config, b byte, out []config) []config {
 			out = append(out, c)
 		}
 		return out
+	case lexGram:
+		return c.gramByte(b, out)
 	}
 	return structural(c, b, out)
 }

@@ -22,6 +22,9 @@ type Matcher struct {
 
 // Matcher starts a sequence of g over vocabulary v.
 func (g *Grammar) Matcher(v *Vocab) *Matcher {
+	if g.initial != nil {
+		return &Matcher{g: g, v: v, state: append([]config(nil), g.initial...)}
+	}
 	return &Matcher{g: g, v: v, state: []config{start(g.root)}}
 }
 

@@ -24,6 +24,8 @@ const (
 	kLiteral             // one of lits (JSON texts: enum, const, true/false, null)
 	kUnion               // any of alts
 	kText                // raw text matching rx in whole (CompileRegex)
+	kGRule               // a GBNF rule: alts (kGSeq), lits[0] its name (gbnf.go)
+	kGSeq                // a GBNF alternative: gel
 	kXCall               // an XML tool call's body: one of props (kXArgs), keys their <function=…> tags
 	kXArgs               // an XML call's parameters: props as kObject's, keys their <parameter=…> tags and </function> last
 )
@@ -51,6 +53,9 @@ type node struct {
 	// pattern.
 	minLen, maxLen int32
 	rx             *regex
+	// kGSeq: the elements, and the grammar's interned frames.
+	gel    []gelem
+	frames *frameTable
 	// raw: a root kLiteral (or a union of them) of raw text, not JSON
 	// (CompileChoice): no whitespace around it.
 	raw bool
@@ -73,6 +78,9 @@ type Grammar struct {
 	root  *node
 	nodes int
 	cache maskCache
+	// initial, when set, is the state before any byte (a GBNF grammar's
+	// expanded root); otherwise the root's start.
+	initial []config
 }
 
 // value is a JSON value with objects' key order kept.

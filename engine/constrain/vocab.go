@@ -225,7 +225,8 @@ func stateKey(dst []byte, s []config, depth int) []byte {
 			put(toMax)
 		} else {
 			put(0)
-			put(int64(l.cnt)) // a raw XML value's UTF-8 bytes to go
+			put(int64(l.cnt))  // a raw XML value's UTF-8 bytes to go
+			put(int64(l.code)) // a GBNF character's bits so far
 		}
 		if l.num != nil {
 			neg := int64(0)

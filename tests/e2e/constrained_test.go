@@ -180,11 +180,13 @@ func TestConstrainedErrors(t *testing.T) {
 	checkError(t, st, r, 400, "response_format.json_schema.strict", "boolean")
 }
 
-// TestConstrainedGrammarHook: a grammar hook's JSON schema is enforced on
-// every API, here an enum on the Anthropic Messages API.
+// TestConstrainedGrammarHook: a grammar hook's JSON schema or GBNF grammar
+// is enforced on every API, here on the Anthropic Messages API.
 func TestConstrainedGrammarHook(t *testing.T) {
 	dir := t.TempDir()
-	src := "def grammar(request):\n    if request.model == \"yes-no\":\n        return {\"enum\": [\"yes\", \"no\"]}\n    return None\n"
+	src := "def grammar(request):\n    if request.model == \"yes-no\":\n        return {\"enum\": [\"yes\", \"no\"]}\n" +
+		"    if request.model == \"gbnf\":\n        return 'root ::= (\"oui\" | \"non\") \"!\"'\n" +
+		"    if request.model == \"broken\":\n        return 'root ::= \"x'\n    return None\n"
 	if err := os.WriteFile(filepath.Join(dir, "grammar.star"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestConstrainedGrammarHook(t *testing.T) {
 		c.Hooks = hooksFor(t, dir, "")
 	})})
 	defer ts.close()
-	for _, model := range []string{"yes-no", "other"} {
+	for _, model := range []string{"yes-no", "gbnf", "other"} {
 		st, _, r := post(t, ts.URL+"/v1/messages", map[string]any{"model": model, "max_tokens": 200, "temperature": 0,
 			"messages": userMsg("What is the capital of Peru?")}, "anthropic-version", "2023-06-01")
 		var text string
@@ -201,10 +203,25 @@ func TestConstrainedGrammarHook(t *testing.T) {
 				text += b.Get("text").Str
 			}
 		}
-		constrained := text == `"yes"` || text == `"no"`
-		if st != 200 || constrained != (model == "yes-no") {
+		var constrained bool
+		switch model {
+		case "yes-no":
+			constrained = text == `"yes"` || text == `"no"`
+		case "gbnf":
+			constrained = text == "oui!" || text == "non!"
+		default:
+			constrained = text != `"yes"` && text != `"no"` && text != "oui!" && text != "non!"
+		}
+		if st != 200 || !constrained {
 			t.Fatalf("model %s: status %d, text %q: %s", model, st, text, r.Raw)
 		}
+	}
+	// A grammar that does not parse fails the request, naming the hook and
+	// where the grammar broke; the server keeps serving.
+	st, _, r := post(t, ts.URL+"/v1/messages", map[string]any{"model": "broken", "max_tokens": 20,
+		"messages": userMsg("hi")}, "anthropic-version", "2023-06-01")
+	if st != 500 || !strings.Contains(r.Get("error.message").Str, "grammar") || !strings.Contains(r.Get("error.message").Str, "unterminated string") {
+		t.Fatalf("broken grammar: status %d: %s", st, r.Raw)
 	}
 }
 
@@ -287,6 +304,13 @@ func TestGuidedOutputs(t *testing.T) {
 	if !slices.Contains(choices, d.content) || d.finish != "stop" {
 		t.Fatalf("streamed guided_choice: %+v", d)
 	}
+	// A GBNF grammar: llama.cpp's grammar field and vLLM's guided_grammar.
+	gbnf := "root ::= \"The capital is \" city \".\"\ncity ::= [A-Z] [a-z]{2,12}\n"
+	for _, key := range []string{"grammar", "guided_grammar"} {
+		if c := chat(map[string]any{key: gbnf, "chat_template_kwargs": noThink}).Get("content").Str; !regexp.MustCompile(`^The capital is [A-Z][a-z]{2,12}\.$`).MatchString(c) {
+			t.Fatalf("%s: %q", key, c)
+		}
+	}
 	st, _, r := post(t, ts.URL+"/v1/completions", map[string]any{"prompt": "The capital of Peru is", "max_tokens": 30, "temperature": 0,
 		"guided_regex": ` [A-Z][a-z]+\.`})
 	if txt := r.Get("choices.0.text").Str; st != 200 || !regexp.MustCompile(`^ [A-Z][a-z]+\.$`).MatchString(txt) || r.Get("choices.0.finish_reason").Str != "stop" {
@@ -299,8 +323,9 @@ func TestGuidedOutputs(t *testing.T) {
 	}{
 		{map[string]any{"guided_regex": "("}, "guided_regex", "missing closing"},
 		{map[string]any{"guided_choice": []any{"a", 1}}, "guided_choice", "array of strings"},
-		{map[string]any{"guided_grammar": `root ::= "a"`}, "guided_grammar", "not supported"},
-		{map[string]any{"structured_outputs": map[string]any{"grammar": `root ::= "a"`}}, "structured_outputs.grammar", "not supported"},
+		{map[string]any{"guided_grammar": `root ::= root "a"`}, "guided_grammar", "left-recursive"},
+		{map[string]any{"structured_outputs": map[string]any{"grammar": `root ::= "a`}}, "structured_outputs.grammar", "line 1, column 12: unterminated string"},
+		{map[string]any{"grammar": 7}, "grammar", "GBNF"},
 		{map[string]any{"guided_json": "not json"}, "guided_json", "JSON schema"},
 		{map[string]any{"response_format": map[string]any{"type": "json_object"}, "guided_choice": []string{"a"}}, "guided_choice", "both constrain"},
 	}
