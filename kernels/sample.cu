@@ -10,7 +10,8 @@
 //  2. the n most likely raw tokens (radix select, then the few candidates
 //     sorted in shared memory);
 //  3. logit bias, repetition, frequency and presence penalties applied in
-//     place to the listed ids (the raw values saved for the log-prob);
+//     place to the listed ids (the raw values saved for the log-prob), and
+//     constrained decoding's mask (the tokens not allowed set to -Inf);
 //  4. greedy: the argmax of the adjusted logits; otherwise top-k by radix
 //     select, then either (top-k <= 256, engine/sample's heap path) the
 //     candidates in rank order with float64 weights, top-p, min-p and the
@@ -53,7 +54,7 @@ struct SampleParams {
   float presence, frequency;
   int nbias, nseen, ngen;
   int off;    // word offset of this row's lists in the lists array
-  int pad;
+  int mask;   // 1 + word offset of the allowed tokens' bits (bit i%32 of word i/32), 0: none
   double invT64; // 1/T: the heap path's weights
   double topp;   // 1: off
   double u;      // the draw's uniform number
@@ -477,7 +478,8 @@ extern "C" __global__ void __launch_bounds__(1024)
   const int tid = threadIdx.x, NT = blockDim.x;
   const bool wantLP = (p.flags & S_LOGPROB) != 0;
   const int ntop = min(p.ntop, min(SMAX_TOP, V));
-  const bool edits = p.force < 0 && (p.nbias > 0 || p.nseen > 0 || p.ngen > 0);
+  const bool masked = p.force < 0 && p.mask > 0;
+  const bool edits = p.force < 0 && (p.nbias > 0 || p.nseen > 0 || p.ngen > 0 || masked);
   const bool greedy = (p.flags & S_GREEDY) != 0;
 
   // 1. The raw logits: argmax, log-sum-exp, first histogram for the
@@ -576,6 +578,15 @@ extern "C" __global__ void __launch_bounds__(1024)
         L[gid[e]] = __fsub_rn(__fsub_rn(l, __fmul_rn(p.frequency, (float)gcnt[e])), p.presence);
       }
       __syncthreads();
+      if (masked) {
+        // Constrained decoding: the tokens not allowed are -Inf, after the
+        // edits (whose saved values stay the raw logits), as the host's
+        // mask makes them before its edits (an edited -Inf stays -Inf).
+        const u32* bits = (const u32*)(lists + p.mask - 1);
+        for (int i = tid; i < V; i += NT)
+          if (!((bits[i >> 5] >> (i & 31)) & 1u)) L[i] = NEG_INF;
+        __syncthreads();
+      }
       float v = NEG_INF;
       int vi = V;
       for (int i = tid; i < V; i += NT) {
@@ -596,63 +607,72 @@ extern "C" __global__ void __launch_bounds__(1024)
       tok = top;
       if (p.topk > 0) {
         const Sel s = select_kth(adjKey, V, p.topk, false, S);
+        int nc = -1; // the heap path's candidates, when it applies
         if (s.count <= SCAND) {
           const int n = gather_sorted(adjKey, V, s.prefix, S);
           const u32 kth = ~(u32)(S.cand[p.topk - 1] >> 32);
           floor = from_order_key(kth);
           if (p.flags & S_RANK) {
-            // The heap path: the candidates (ties with the k-th included)
-            // in rank order; weights in float64 as the host computes them,
-            // sums and the walk by one thread in the host's order.
-            int nc = p.topk;
+            nc = p.topk;
             while (nc < n && ~(u32)(S.cand[nc] >> 32) == kth) nc++;
             if (floor == NEG_INF) // the host keeps exactly k then; the extra -Inf ones weigh 0
               nc = p.topk;
-            const double topv = (double)from_order_key(~(u32)(S.cand[0] >> 32));
-            for (int j = tid; j < nc; j += NT)
-              S.mass[j] = exp(((double)from_order_key(~(u32)(S.cand[j] >> 32)) - topv) * p.invT64);
-            __syncthreads();
-            if (tid == 0) {
-              double z = 0;
-              for (int j = 0; j < nc; j++) z += S.mass[j];
-              int keep = nc;
-              if (p.topp < 1.0) {
-                const double target = p.topp * z;
-                double cum = 0;
-                for (int j = 0; j < nc; j++) {
-                  cum += S.mass[j];
-                  if (cum >= target) {
-                    keep = j + 1;
-                    break;
-                  }
-                }
-              }
-              if (p.minp > 0.f)
-                while (keep > 1 && S.mass[keep - 1] < (double)p.minp) keep--;
-              double zk = 0;
-              for (int j = 0; j < keep; j++) zk += S.mass[j];
-              const double target = p.u * zk;
-              double cum = 0;
-              int last = 0, pick = -1;
-              for (int j = 0; j < keep; j++) {
-                const double e = S.mass[j];
-                if (e > 0) {
-                  cum += e;
-                  last = j;
-                  if (target < cum) {
-                    pick = j;
-                    break;
-                  }
-                }
-              }
-              S.tok = (int)(u32)S.cand[pick >= 0 ? pick : last];
-            }
-            __syncthreads();
-            tok = S.tok;
-            done = true;
           }
+        } else if ((p.flags & S_RANK) && from_order_key(s.prefix) == NEG_INF) {
+          // Fewer than k tokens above -Inf (a constrained decoding mask
+          // leaves few): those, in rank order; the host's extra -Inf ones
+          // weigh 0.
+          nc = gather_sorted(adjKey, V, s.prefix + 1u, S);
+          floor = NEG_INF;
         } else {
           floor = from_order_key(s.prefix); // all bits resolved: the k-th value
+        }
+        if (nc > 0) {
+          // The heap path: the candidates (ties with the k-th included)
+          // in rank order; weights in float64 as the host computes them,
+          // sums and the walk by one thread in the host's order.
+          const double topv = (double)from_order_key(~(u32)(S.cand[0] >> 32));
+          for (int j = tid; j < nc; j += NT)
+            S.mass[j] = exp(((double)from_order_key(~(u32)(S.cand[j] >> 32)) - topv) * p.invT64);
+          __syncthreads();
+          if (tid == 0) {
+            double z = 0;
+            for (int j = 0; j < nc; j++) z += S.mass[j];
+            int keep = nc;
+            if (p.topp < 1.0) {
+              const double target = p.topp * z;
+              double cum = 0;
+              for (int j = 0; j < nc; j++) {
+                cum += S.mass[j];
+                if (cum >= target) {
+                  keep = j + 1;
+                  break;
+                }
+              }
+            }
+            if (p.minp > 0.f)
+              while (keep > 1 && S.mass[keep - 1] < (double)p.minp) keep--;
+            double zk = 0;
+            for (int j = 0; j < keep; j++) zk += S.mass[j];
+            const double target = p.u * zk;
+            double cum = 0;
+            int last = 0, pick = -1;
+            for (int j = 0; j < keep; j++) {
+              const double e = S.mass[j];
+              if (e > 0) {
+                cum += e;
+                last = j;
+                if (target < cum) {
+                  pick = j;
+                  break;
+                }
+              }
+            }
+            S.tok = (int)(u32)S.cand[pick >= 0 ? pick : last];
+          }
+          __syncthreads();
+          tok = S.tok;
+          done = true;
         }
       }
       if (!done) {

@@ -38,9 +38,10 @@ type SampleResult struct {
 // SampleLimits says which requests a RowSampler serves; the zero value
 // serves none.
 type SampleLimits struct {
-	Rows        int // most rows per call
-	MaxLogprobs int // most alternatives per row (the OpenAI API allows 20)
-	MaxBias     int // most logit_bias entries
+	Rows        int  // most rows per call
+	MaxLogprobs int  // most alternatives per row (the OpenAI API allows 20)
+	MaxBias     int  // most logit_bias entries
+	Masks       bool // constrained decoding's masks (sample.Sampler.SetMask) are applied
 }
 
 // Serves reports whether one request is within the limits (the number of
@@ -52,7 +53,7 @@ func (l SampleLimits) Serves(r *SampleRequest) bool {
 	if r.Force >= 0 {
 		return r.Logprobs <= l.MaxLogprobs
 	}
-	return r.Sampler != nil && !r.Sampler.Masked() && r.Logprobs <= l.MaxLogprobs && r.Sampler.BiasLen() <= l.MaxBias
+	return r.Sampler != nil && (l.Masks || !r.Sampler.Masked()) && r.Logprobs <= l.MaxLogprobs && r.Sampler.BiasLen() <= l.MaxBias
 }
 
 // RowSampler is an optional capability of backends that choose tokens

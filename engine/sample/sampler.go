@@ -117,8 +117,13 @@ func (s *Sampler) AdjustsLogits() bool { return len(s.bias) > 0 || s.pen.active(
 // leaves token 0, as all -Inf logits do.
 func (s *Sampler) SetMask(mask []uint64) { s.mask = mask }
 
-// Masked reports whether a mask is set (device samplers do not apply one).
+// Masked reports whether a mask is set (device samplers that do not apply
+// one refuse the sampler: backend.SampleLimits.Masks).
 func (s *Sampler) Masked() bool { return s.mask != nil }
+
+// Mask is the mask SetMask set (nil: none), for device samplers that apply
+// it themselves.
+func (s *Sampler) Mask() []uint64 { return s.mask }
 
 // Seed returns the seed of the sequence's generator: Params.Seed, or the
 // random one New drew.

@@ -83,7 +83,8 @@ func TestConstraintMasksAndEnds(t *testing.T) {
 	for _, m := range []struct {
 		name  string
 		model model.Model
-	}{{"host", hostOnly{base.(*qwen3.Model)}}, {"device sampler", &counted{Model: base.(*qwen3.Model), lim: backend.SampleLimits{Rows: 8, MaxLogprobs: 20, MaxBias: 8}}}} {
+	}{{"host", hostOnly{base.(*qwen3.Model)}}, {"device sampler", &counted{Model: base.(*qwen3.Model), lim: backend.SampleLimits{Rows: 8, MaxLogprobs: 20, MaxBias: 8}}},
+		{"device sampler with masks", &counted{Model: base.(*qwen3.Model), lim: backend.SampleLimits{Rows: 8, MaxLogprobs: 20, MaxBias: 8, Masks: true}}}} {
 		t.Run(m.name, func(t *testing.T) {
 			c := &residueConstraint{endAfter: 6}
 			r := biased(30, testStop)
@@ -103,8 +104,8 @@ func TestConstraintMasksAndEnds(t *testing.T) {
 					t.Fatalf("token %d = %d, outside the mask or not the event's %d", i, tok, evs[i].Token)
 				}
 			}
-			if cm, ok := m.model.(*counted); ok && cm.device.Load() != 0 {
-				t.Fatalf("%d steps sampled on the device with a mask in force", cm.device.Load())
+			if cm, ok := m.model.(*counted); ok && (cm.device.Load() != 0) != cm.lim.Masks {
+				t.Fatalf("%d steps sampled on the device with a mask in force (the device applies masks: %v)", cm.device.Load(), cm.lim.Masks)
 			}
 		})
 	}

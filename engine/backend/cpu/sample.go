@@ -9,10 +9,10 @@ import (
 
 var _ backend.RowSampler = (*Backend)(nil)
 
-// SampleLimits: the CPU samples any request, with the host sampler
+// SampleLimits: the CPU samples any request, masks too, with the host sampler
 // (backend.RowSampler).
 func (b *Backend) SampleLimits() backend.SampleLimits {
-	return backend.SampleLimits{Rows: math.MaxInt32, MaxLogprobs: math.MaxInt32, MaxBias: math.MaxInt32}
+	return backend.SampleLimits{Rows: math.MaxInt32, MaxLogprobs: math.MaxInt32, MaxBias: math.MaxInt32, Masks: true}
 }
 
 // SampleRows runs the host sampler on the logits rows where they are, so

@@ -32,7 +32,10 @@ import (
 // difference in order, by design: a top-k of at most 256 whose ties with
 // the k-th token make more than 2,048 candidates is drawn in id order
 // rather than rank order (same kept set and distribution, another token
-// for a given number). Log-probabilities are those of the raw logits, as
+// for a given number), unless the k-th is -Inf (a constrained decoding
+// mask leaving fewer than k tokens), where the tokens above it are drawn
+// in rank order as on the host. Masks (Sampler.Mask) are applied after
+// the penalties, which leave -Inf as it is. Log-probabilities are those of the raw logits, as
 // on the host, within ~1e-6 (float32 exponentials summed in float64).
 //
 // Graphs: the forward's records end at the LM head, SampleRows ends the
@@ -83,13 +86,13 @@ func (b *Backend) enableSampling() error {
 	return nil
 }
 
-// SampleLimits: rows of up to 20 alternatives and 1,024 logit_bias entries
-// when sampling on the device is on (backend.RowSampler).
+// SampleLimits: rows of up to 20 alternatives and 1,024 logit_bias entries,
+// masks too, when sampling on the device is on (backend.RowSampler).
 func (b *Backend) SampleLimits() backend.SampleLimits {
 	if !b.devSample || b.k.sample == nil {
 		return backend.SampleLimits{}
 	}
-	return backend.SampleLimits{Rows: sampleMaxRows, MaxLogprobs: sampleMaxTop, MaxBias: sampleMaxBias}
+	return backend.SampleLimits{Rows: sampleMaxRows, MaxLogprobs: sampleMaxTop, MaxBias: sampleMaxBias, Masks: true}
 }
 
 // SampleRows chooses the tokens of the first len(req) rows of logits on
@@ -199,6 +202,18 @@ func encodeSample(req []backend.SampleRequest, V int, words []int32, d *sample.D
 		words = append(words, d.Counts...)
 		for range len(d.Bias) + len(seen) + len(d.Generated) {
 			words = append(words, 0) // saved raw values
+		}
+		if mask := r.Sampler.Mask(); mask != nil {
+			// The allowed tokens as 32-bit words (ids past the mask: none).
+			// (words, not p: the appends above may have moved the array.)
+			words[i*sampleParamWords+13] = int32(len(words)) + 1
+			for w := range (V + 31) / 32 {
+				var bits uint32
+				if w/2 < len(mask) {
+					bits = uint32(mask[w/2] >> (32 * (w % 2)))
+				}
+				words = append(words, int32(bits))
+			}
 		}
 	}
 	return words

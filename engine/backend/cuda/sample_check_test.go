@@ -310,3 +310,81 @@ func checkTies(t *testing.T, run rowRunner, v, rowsN int, r *rand.Rand) {
 		}
 	}
 }
+
+// checkMasked: rows under constrained decoding's masks (sparse, half, one
+// token, all but the most likely tokens), with greedy and every sampling
+// case: every token allowed by its mask and the host twin's draw for the
+// same seed (all but a rounding boundary's worth), log-probs those of the
+// raw logits as the host reports them.
+func checkMasked(t *testing.T, run rowRunner, v, iters int, r *rand.Rand) {
+	cases := append(samplingCases(v), sample.Params{Temperature: 0, TopP: 1, RepetitionPenalty: 1})
+	words := (v + 63) / 64
+	allowed := func(m []uint64, id int32) bool { return m[id/64]>>(id%64)&1 == 1 }
+	for ci, p := range cases {
+		logits := sampleLogits(r, v, ci%2 == 1)
+		top := sample.TopLogProbs(logits, 4, nil)
+		masks := make([][]uint64, 4)
+		for k := range masks {
+			masks[k] = make([]uint64, words)
+		}
+		for id := range v {
+			if r.IntN(100) == 0 {
+				masks[0][id/64] |= 1 << (id % 64) // ~1%
+			}
+			if r.IntN(2) == 0 {
+				masks[1][id/64] |= 1 << (id % 64)
+			}
+			masks[3][id/64] |= 1 << (id % 64)
+		}
+		one := int32(r.IntN(v))
+		masks[2][one/64] |= 1 << (one % 64)
+		for _, tl := range top[:3] {
+			masks[3][tl.ID/64] &^= 1 << (tl.ID % 64) // the three most likely excluded
+		}
+		masks[0][top[3].ID/64] |= 1 << (top[3].ID % 64)
+		mismatch, total := 0, 0
+		var hs, ds []*sample.Sampler
+		for k := range masks {
+			h, d := twin(p, v, uint64(500*ci+k), []int32{1, top[0].ID}, []int32{top[1].ID, 3})
+			h.SetMask(masks[k])
+			d.SetMask(masks[k])
+			hs, ds = append(hs, h), append(ds, d)
+		}
+		for it := range iters {
+			rows := make([][]float32, len(masks))
+			hreq := make([]backend.SampleRequest, len(masks))
+			dreq := make([]backend.SampleRequest, len(masks))
+			for k := range masks {
+				rows[k] = logits
+				hreq[k] = backend.SampleRequest{Sampler: hs[k], Logprobs: (k + it) % 3, Force: -1}
+				dreq[k] = backend.SampleRequest{Sampler: ds[k], Logprobs: (k + it) % 3, Force: -1}
+			}
+			want := hostServe(rows, hreq)
+			got := make([]backend.SampleResult, len(masks))
+			if err := run(clone2(rows), dreq, got); err != nil {
+				t.Fatal(err)
+			}
+			for k := range got {
+				what := fmt.Sprintf("case %d (%+v) mask %d iteration %d", ci, p, k, it)
+				if tok := got[k].Token; tok < 0 || int(tok) >= v || !allowed(masks[k], tok) {
+					t.Fatalf("%s: token %d is not allowed by the mask", what, tok)
+				}
+				if k == 2 && got[k].Token != one {
+					t.Fatalf("%s: token %d, the mask allows only %d", what, got[k].Token, one)
+				}
+				if got[k].Token != want[k].Token {
+					mismatch++
+					pr := hs[k].Probs(logits, nil)
+					t.Logf("%s: token %d (host probability %.3g), host %d (%.3g)", what, got[k].Token, pr[got[k].Token], want[k].Token, pr[want[k].Token])
+				}
+				total++
+				compareLogprobs(t, what, logits, dreq[k], got[k], want[k])
+				hs[k].Accept(want[k].Token)
+				ds[k].Accept(want[k].Token)
+			}
+		}
+		if mismatch*200 > total {
+			t.Fatalf("case %d: %d of %d masked draws differ from the host's for the same seed", ci, mismatch, total)
+		}
+	}
+}

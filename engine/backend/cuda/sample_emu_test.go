@@ -150,6 +150,7 @@ func TestSampleKernelEmulated(t *testing.T) {
 	t.Run("odd_vocab", func(t *testing.T) { checkGreedy(t, emuRunner(t, 96), 37, r) })
 	t.Run("distribution", func(t *testing.T) { checkDistribution(t, run, 2000, 8, 2, r) })
 	t.Run("ties", func(t *testing.T) { checkTies(t, run, 2500, 4, r) })
+	t.Run("masked", func(t *testing.T) { checkMasked(t, run, 3000, 2, r) })
 	if os.Getenv("INFERNIX_EMU_LARGE") == "1" {
 		// Qwen3's vocabulary: minutes under the emulation.
 		const v = 151936

@@ -54,6 +54,15 @@ func TestSampleRowsDistribution(t *testing.T) {
 	t.Run("odd_vocab", func(t *testing.T) { checkDistribution(t, gpuRunner(t, b), 4099, 64, 4, r) })
 }
 
+// TestSampleRowsMasked: constrained decoding's masks applied on the
+// device (checkMasked), for Qwen3's vocabulary and an odd one.
+func TestSampleRowsMasked(t *testing.T) {
+	b := sampleGPU(t)
+	r := newRand(t)
+	t.Run("qwen3_vocab", func(t *testing.T) { checkMasked(t, gpuRunner(t, b), 151936, 8, r) })
+	t.Run("odd_vocab", func(t *testing.T) { checkMasked(t, gpuRunner(t, b), 4099, 8, r) })
+}
+
 // TestSampleRowsTies: thousands of equal logits overflow the kernel's
 // sorted candidates: the tie paths of the alternatives, of top-p and of
 // top-k.
