@@ -177,16 +177,18 @@ func (s *Sampler) kthLargest(logits []float32) float32 {
 		}
 	}
 	if len(keys) > 1024 {
+		// The next 10 bits below the first level's 11 (bits 11…20), then
+		// a sort of what remains.
 		cnt = cnt[:1<<10]
 		clear(cnt)
 		for _, key := range keys {
-			cnt[(key>>10)&(1<<10-1)]++
+			cnt[(key>>(kShift-10))&(1<<10-1)]++
 		}
 		var b2 uint32
 		b2, r = binOfRank(cnt, r)
 		j := 0
 		for _, key := range keys {
-			if (key>>10)&(1<<10-1) == b2 {
+			if (key>>(kShift-10))&(1<<10-1) == b2 {
 				keys[j] = key
 				j++
 			}

@@ -157,6 +157,7 @@ func TestSampleKernelEmulated(t *testing.T) {
 		t.Run("large_greedy", func(t *testing.T) { checkGreedy(t, run, v, r) })
 		t.Run("large_distribution", func(t *testing.T) { checkDistribution(t, run, v, 2, 1, r) })
 		t.Run("large_ties", func(t *testing.T) { checkTies(t, run, v, 2, r) })
+		t.Run("large_masked", func(t *testing.T) { checkMasked(t, run, v, 8, r) })
 	}
 	t.Logf("emulated in %v", time.Since(t0).Round(time.Millisecond))
 }
