@@ -60,11 +60,7 @@ func (s *Server) grammar(schema, param string, strict bool) (*constrain.Grammar,
 	if !strict {
 		key = "\x00loose" + schema
 	}
-	gc := &s.grammars
-	gc.mu.Lock()
-	g, ok := gc.m[key]
-	gc.mu.Unlock()
-	if ok {
+	if g := s.grammars.get(key); g != nil {
 		return g, nil
 	}
 	compile := constrain.CompileLoose
@@ -84,8 +80,15 @@ func (s *Server) grammar(schema, param string, strict bool) (*constrain.Grammar,
 		}
 		return nil, &APIError{Status: 400, Type: "invalid_request_error", Param: param, Code: "invalid_schema", Message: msg}
 	}
-	gc.add(key, g)
+	s.grammars.add(key, g)
 	return g, nil
+}
+
+// get is the grammar cached under key, or nil.
+func (gc *grammarCache) get(key string) *constrain.Grammar {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	return gc.m[key]
 }
 
 // add caches g under key (a copy), dropping an arbitrary entry when full.
@@ -190,11 +193,7 @@ func (s *Server) toolGrammar(tools []constrain.Tool, params []string, strict boo
 		}
 	}
 	k := key.String()
-	gc := &s.grammars
-	gc.mu.Lock()
-	g, ok := gc.m[k]
-	gc.mu.Unlock()
-	if ok {
+	if g := s.grammars.get(k); g != nil {
 		return g, nil
 	}
 	compile := constrain.ToolCall

@@ -120,11 +120,7 @@ func (s *Server) outputGrammar(of *outputFormat) (*constrain.Grammar, *APIError)
 		key = "\x00choice " + string(b)
 		compile = func() (*constrain.Grammar, error) { return constrain.CompileChoice(of.formatChoices) }
 	}
-	gc := &s.grammars
-	gc.mu.Lock()
-	g, ok := gc.m[key]
-	gc.mu.Unlock()
-	if ok {
+	if g := s.grammars.get(key); g != nil {
 		return g, nil
 	}
 	g, err := compile()
@@ -132,6 +128,6 @@ func (s *Server) outputGrammar(of *outputFormat) (*constrain.Grammar, *APIError)
 		return nil, &APIError{Status: 400, Type: "invalid_request_error", Param: of.formatParam, Code: "invalid_" + of.formatKind,
 			Message: of.formatParam + ": " + err.Error()}
 	}
-	gc.add(key, g)
+	s.grammars.add(key, g)
 	return g, nil
 }

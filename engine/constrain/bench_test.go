@@ -68,3 +68,39 @@ func BenchmarkMaskCached(b *testing.B) {
 		m.Allowed(mask)
 	}
 }
+
+// BenchmarkMaskUncachedGrammars is one vocabulary walk per op for the other
+// grammars: a GBNF grammar inside free text, an XML tool call inside a raw
+// string value, and a regex over the whole output.
+func BenchmarkMaskUncachedGrammars(b *testing.B) {
+	v := qwenVocab(b)
+	gbnf, err := CompileGBNF("root ::= \"Answer: \" [^\\n]* \"\\n\"\n")
+	if err != nil {
+		b.Fatal(err)
+	}
+	xml, err := ToolCallXML([]Tool{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"path":{"type":"string"},"n":{"type":"integer"}},"required":["path"]}`)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rx, err := CompileRegex(`[A-Z][a-z]+ (is|was) [0-9]{1,4}\.`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		g      *Grammar
+		prefix string
+	}{{"gbnf_free_text", gbnf, "Answer: it"}, {"xml_raw_value", xml, "\n<function=f>\n<parameter=path>\n/tmp"}, {"regex", rx, "Paris is"}} {
+		b.Run(c.name, func(b *testing.B) {
+			m := c.g.Matcher(v)
+			if err := m.Feed([]byte(c.prefix)); err != nil {
+				b.Fatal(err)
+			}
+			mask := make([]uint64, m.Words())
+			for b.Loop() {
+				clear(mask)
+				m.v.walk(&m.w, m.state, mask)
+			}
+		})
+	}
+}

@@ -147,19 +147,22 @@ func (c *gbnfCompiler) elems(seq *node, a *gAST, rule string) error {
 		}
 		seq.gel = append(seq.gel, gelem{rule: g})
 	case '*':
-		x := c.anonRule(rule)
-		if err := c.fill(x, a.subs[0]); err != nil {
+		// The item's elements, spliced where it repeats (a character
+		// class, a literal, a reference): a repeated character then
+		// pushes no frame. Alternatives stay a rule of their own.
+		tmp := &node{}
+		if err := c.elems(tmp, a.subs[0], rule); err != nil {
 			return err
 		}
-		item := gelem{rule: x}
+		item := tmp.gel
 		for i := 0; i < a.min; i++ {
-			seq.gel = append(seq.gel, item)
+			seq.gel = append(seq.gel, item...)
 		}
 		switch {
 		case a.max < 0: // S ::= item S | ε
 			s := c.anonRule(rule)
 			loop := c.newNode(kGSeq)
-			loop.gel = []gelem{item, {rule: s}}
+			loop.gel = append(append([]gelem(nil), item...), gelem{rule: s})
 			s.alts = []*node{loop, c.newNode(kGSeq)}
 			seq.gel = append(seq.gel, gelem{rule: s})
 		case a.max > a.min: // O_k ::= item O_k-1 | ε
@@ -167,7 +170,7 @@ func (c *gbnfCompiler) elems(seq *node, a *gAST, rule string) error {
 			for k := 1; k <= a.max-a.min; k++ {
 				o := c.anonRule(rule)
 				more := c.newNode(kGSeq)
-				more.gel = []gelem{item}
+				more.gel = append([]gelem(nil), item...)
 				if prev != nil {
 					more.gel = append(more.gel, gelem{rule: prev})
 				}
@@ -300,24 +303,20 @@ func (c config) gramByte(b byte, out []config) []config {
 	var r rune
 	switch {
 	case l.sub == strUTF8:
-		if b < l.lo || b > l.hi {
+		done, ok := l.utf8More(b)
+		switch {
+		case !ok:
 			return out
-		}
-		l.lo, l.hi = 0x80, 0xBF
-		l.code = l.code<<6 | rune(b&0x3F)
-		if l.n--; l.n > 0 {
+		case !done:
 			return append(out, c)
 		}
 		r = l.code
 	case b < 0x80:
 		r = rune(b)
 	default:
-		k, lo, hi := utf8Lead(b)
-		if k == 0 {
+		if !l.utf8Begin(b) {
 			return out
 		}
-		l.sub, l.n, l.lo, l.hi = strUTF8, uint16(k-1), lo, hi
-		l.code = rune(b) & (0x7F >> k)
 		return append(out, c)
 	}
 	if !c.node.gel[c.idx].cls.matches(r) {

@@ -293,12 +293,7 @@ func (l *lexer) stringByte(b byte) bool {
 		case b < 0x80:
 			return l.str == nil || l.addRune(rune(b))
 		default:
-			n, lo, hi := utf8Lead(b)
-			if n == 0 {
-				return false
-			}
-			l.sub, l.n, l.lo, l.hi = strUTF8, uint16(n-1), lo, hi
-			l.code = rune(b) & (0x7F >> n)
+			return l.utf8Begin(b)
 		}
 	case strEsc:
 		l.sub = strNormal
@@ -329,15 +324,11 @@ func (l *lexer) stringByte(b byte) bool {
 			}
 		}
 	case strUTF8:
-		if b < l.lo || b > l.hi {
-			return false
+		done, ok := l.utf8More(b)
+		if done && l.str != nil {
+			return l.addRune(l.code)
 		}
-		l.lo, l.hi = 0x80, 0xBF
-		l.code = l.code<<6 | rune(b&0x3F)
-		if l.n--; l.n == 0 {
-			l.sub = strNormal
-			return l.str == nil || l.addRune(l.code)
-		}
+		return ok
 	}
 	return true
 }
@@ -390,6 +381,34 @@ func beginString(n *node) lexer {
 }
 
 func isHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }
+
+// utf8Begin starts a multi-byte character at lead byte b (l.sub strUTF8,
+// l.n its bytes to go, l.code its bits), reporting whether b leads one.
+func (l *lexer) utf8Begin(b byte) bool {
+	n, lo, hi := utf8Lead(b)
+	if n == 0 {
+		return false
+	}
+	l.sub, l.n, l.lo, l.hi = strUTF8, uint16(n-1), lo, hi
+	l.code = rune(b) & (0x7F >> n)
+	return true
+}
+
+// utf8More adds continuation byte b to the character utf8Begin started:
+// ok reports whether b may come here, done whether the character (l.code)
+// is complete, l.sub back at strNormal.
+func (l *lexer) utf8More(b byte) (done, ok bool) {
+	if b < l.lo || b > l.hi {
+		return false, false
+	}
+	l.lo, l.hi = 0x80, 0xBF
+	l.code = l.code<<6 | rune(b&0x3F)
+	if l.n--; l.n > 0 {
+		return false, true
+	}
+	l.sub = strNormal
+	return true, true
+}
 
 // utf8Lead gives a lead byte's sequence length and its second byte's range
 // (Unicode Table 3-7); n = 0 for a byte that starts no sequence.
@@ -601,13 +620,7 @@ func structural(c config, b byte, out []config) []config {
 			c.lex = lexer{mode: lexString}
 			return append(out, c)
 		}
-		var cand uint64
-		for i := int(c.idx); i < len(n.props); i++ {
-			cand |= 1 << i
-			if n.props[i].required {
-				break
-			}
-		}
+		cand := n.nextProps(int(c.idx))
 		if cand == 0 {
 			return out
 		}
@@ -674,6 +687,19 @@ func structural(c config, b byte, out []config) []config {
 		return beginValue(c, n.items, b, out, 0)
 	}
 	return out
+}
+
+// nextProps is the set of properties that may come next, from index i:
+// each up to and including the first required one.
+func (n *node) nextProps(i int) uint64 {
+	var cand uint64
+	for ; i < len(n.props); i++ {
+		cand |= 1 << i
+		if n.props[i].required {
+			break
+		}
+	}
+	return cand
 }
 
 func (n *node) requiresFrom(i int) bool {

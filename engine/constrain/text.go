@@ -50,28 +50,17 @@ func CompileChoice(choices []string) (*Grammar, error) {
 // textByte advances raw text by b (in place): valid UTF-8, each character
 // a step of the pattern. lex.n counts a character's bytes to go.
 func (l *lexer) textByte(b byte) bool {
-	if l.sub == strUTF8 {
-		if b < l.lo || b > l.hi {
-			return false
+	switch {
+	case l.sub == strUTF8:
+		done, ok := l.utf8More(b)
+		if done {
+			return l.textRune(l.code)
 		}
-		l.lo, l.hi = 0x80, 0xBF
-		l.code = l.code<<6 | rune(b&0x3F)
-		if l.n--; l.n > 0 {
-			return true
-		}
-		l.sub = strNormal
-		return l.textRune(l.code)
-	}
-	if b < 0x80 {
+		return ok
+	case b < 0x80:
 		return l.textRune(rune(b))
 	}
-	k, lo, hi := utf8Lead(b)
-	if k == 0 {
-		return false
-	}
-	l.sub, l.n, l.lo, l.hi = strUTF8, uint16(k-1), lo, hi
-	l.code = rune(b) & (0x7F >> k)
-	return true
+	return l.utf8Begin(b)
 }
 
 func (l *lexer) textRune(c rune) bool {

@@ -225,8 +225,14 @@ func stateKey(dst []byte, s []config, depth int) []byte {
 			put(toMax)
 		} else {
 			put(0)
-			put(int64(l.cnt))  // a raw XML value's UTF-8 bytes to go
-			put(int64(l.code)) // a GBNF character's bits so far
+			put(int64(l.cnt)) // a raw XML value's UTF-8 bytes to go
+			// A GBNF character's bits so far (a plain string's partial
+			// character is told by lo, hi and n alone: kept out, for hits).
+			if l.mode == lexGram {
+				put(int64(l.code))
+			} else {
+				put(0)
+			}
 		}
 		if l.num != nil {
 			neg := int64(0)

@@ -199,13 +199,7 @@ func xmlStructural(c config, b byte, out []config) []config {
 			c.lex = lexer{mode: lexLit, lit: n, key: true, cand: 1, n: 1}
 			return append(out, c)
 		}
-		var cand uint64
-		for i := int(c.idx); i < len(n.props); i++ {
-			cand |= 1 << i
-			if n.props[i].required {
-				break
-			}
-		}
+		cand := n.nextProps(int(c.idx))
 		if !n.requiresFrom(int(c.idx)) {
 			cand |= 1 << len(n.props)
 		}
