@@ -650,9 +650,10 @@ func benchSampling(b *Backend, m model.Model, res map[string]any, blocks []int32
 	seed := uint64(1)
 	logits := make([]float32, V)
 	out := make([]backend.SampleResult, 1)
-	run := func(name string, p sample.Params, device bool, start, steps int) {
+	run := func(name string, p sample.Params, device bool, start, steps int, mask []uint64) {
 		p.Seed = &seed
 		s := sample.New(p, V, nil)
+		s.SetMask(mask)
 		req := []backend.SampleRequest{{Sampler: s, Logprobs: -1, Force: -1}}
 		tok := int32(17)
 		one := func(pos int) {
@@ -679,12 +680,21 @@ func benchSampling(b *Backend, m model.Model, res map[string]any, blocks []int32
 		res[name+"_tok_s"] = float64(steps) / time.Since(t0).Seconds()
 	}
 	qwen := sample.Params{Temperature: 0.7, TopK: 20, TopP: 0.8, RepetitionPenalty: 1}
-	run("decode_1lane_ctx512_devsample", qwen, true, 512, 64)
-	run("decode_1lane_ctx512_hostsample", qwen, false, 512, 64)
+	run("decode_1lane_ctx512_devsample", qwen, true, 512, 64, nil)
+	run("decode_1lane_ctx512_hostsample", qwen, false, 512, 64, nil)
 	// Top-p alone (the whole vocabulary: engine/sample's scan path).
 	topp := sample.Params{Temperature: 0.7, TopP: 0.9, RepetitionPenalty: 1}
-	run("decode_1lane_ctx512_devsample_topp", topp, true, 512, 32)
-	run("decode_1lane_ctx512_hostsample_topp", topp, false, 512, 32)
+	run("decode_1lane_ctx512_devsample_topp", topp, true, 512, 32, nil)
+	run("decode_1lane_ctx512_hostsample_topp", topp, false, 512, 32, nil)
+	// A constrained lane (a mask allowing every other token, as a grammar's
+	// would be uploaded each step): sampled on the device with its mask,
+	// against the host path constrained lanes took before run 30.
+	mask := make([]uint64, (V+63)/64)
+	for i := range mask {
+		mask[i] = 0x5555555555555555
+	}
+	run("decode_1lane_ctx512_devsample_masked", qwen, true, 512, 64, mask)
+	run("decode_1lane_ctx512_hostsample_masked", qwen, false, 512, 64, mask)
 	// The lanes as the engine decodes them: each samples on the device and
 	// only the tokens come back, where decode_16lanes_ctx512 copies every
 	// lane's logits to the host (16 × 608 KB a step: run 22's 16-lane step
@@ -745,6 +755,7 @@ func reportBench(t *testing.T, dir string, res map[string]any) {
 	}{{"decode_1lane_ctx512_tok_s", "≥ 250"}, {"decode_1lane_ctx32k_tok_s", "≥ 180"}, {"prefill_4096_tok_s", "≥ 30000"},
 		{"decode_16lanes_ctx512_tok_s", "≥ 2000"}, {"decode_1lane_ctx512_eager_tok_s", ""},
 		{"decode_1lane_ctx512_devsample_tok_s", ""}, {"decode_1lane_ctx512_hostsample_tok_s", ""},
+		{"decode_1lane_ctx512_devsample_masked_tok_s", ""}, {"decode_1lane_ctx512_hostsample_masked_tok_s", ""},
 		{"decode_16lanes_ctx512_devsample_tok_s", ""}} {
 		v, _ := res[r.k].(float64)
 		fmt.Printf("| %s | %.1f | %s |\n", strings.TrimSuffix(r.k, "_tok_s"), v, r.target)
