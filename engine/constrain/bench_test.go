@@ -41,16 +41,21 @@ func BenchmarkMaskUncached(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			m := g.Matcher(v)
-			if err := m.Feed([]byte(c.prefix)); err != nil {
-				b.Fatal(err)
-			}
-			mask := make([]uint64, m.Words())
-			for b.Loop() {
-				clear(mask)
-				m.v.walk(&m.w, m.state, mask)
-			}
+			benchWalk(b, g, v, c.prefix)
 		})
+	}
+}
+
+// benchWalk times one uncached vocabulary walk of g's state after prefix.
+func benchWalk(b *testing.B, g *Grammar, v *Vocab, prefix string) {
+	m := g.Matcher(v)
+	if err := m.Feed([]byte(prefix)); err != nil {
+		b.Fatal(err)
+	}
+	mask := make([]uint64, m.Words())
+	for b.Loop() {
+		clear(mask)
+		m.v.walk(&m.w, m.state, mask)
 	}
 }
 
@@ -92,15 +97,7 @@ func BenchmarkMaskUncachedGrammars(b *testing.B) {
 		prefix string
 	}{{"gbnf_free_text", gbnf, "Answer: it"}, {"xml_raw_value", xml, "\n<function=f>\n<parameter=path>\n/tmp"}, {"regex", rx, "Paris is"}} {
 		b.Run(c.name, func(b *testing.B) {
-			m := c.g.Matcher(v)
-			if err := m.Feed([]byte(c.prefix)); err != nil {
-				b.Fatal(err)
-			}
-			mask := make([]uint64, m.Words())
-			for b.Loop() {
-				clear(mask)
-				m.v.walk(&m.w, m.state, mask)
-			}
+			benchWalk(b, c.g, v, c.prefix)
 		})
 	}
 }

@@ -62,16 +62,22 @@ func TestGrammarDocuments(t *testing.T) {
 		{`{"type":"array","minItems":2,"maxItems":3}`, []string{`[1,"a"]`, `[1,2,3]`}, []string{`[1]`, `[1,2,3,4]`}},
 	}
 	for _, c := range cases {
-		g := mustCompile(t, c.schema)
-		for _, d := range c.ok {
-			if at, done := feed(t, g, d); at >= 0 || !done {
-				t.Errorf("%s: %q rejected (at byte %d, complete %v)", c.schema, d, at, done)
-			}
+		checkDocs(t, c.schema, mustCompile(t, c.schema), c.ok, c.bad)
+	}
+}
+
+// checkDocs checks that g takes every document of ok whole and refuses (or
+// leaves incomplete) every one of bad; what names g in failures.
+func checkDocs(t *testing.T, what string, g *Grammar, ok, bad []string) {
+	t.Helper()
+	for _, d := range ok {
+		if at, done := feed(t, g, d); at >= 0 || !done {
+			t.Errorf("%s: %q rejected (at byte %d, complete %v)", what, d, at, done)
 		}
-		for _, d := range c.bad {
-			if at, done := feed(t, g, d); at < 0 && done {
-				t.Errorf("%s: %q accepted", c.schema, d)
-			}
+	}
+	for _, d := range bad {
+		if at, done := feed(t, g, d); at < 0 && done {
+			t.Errorf("%s: %q accepted", what, d)
 		}
 	}
 }

@@ -30,19 +30,7 @@ func TestGBNFDocuments(t *testing.T) {
 		{`root ::= [\x41-\x43\u00e9]+ "\t"?`, []string{"ABC", "é\t"}, []string{"D", "\t"}},
 	}
 	for _, c := range cases {
-		g := mustGBNF(t, c.src)
-		for _, d := range c.ok {
-			m := g.Matcher(NewVocab(nil, 1))
-			if err := m.Feed([]byte(d)); err != nil || !m.CanEnd() {
-				t.Errorf("%q: %q rejected (%v, complete %v)", c.src, d, err, m.CanEnd())
-			}
-		}
-		for _, d := range c.bad {
-			m := g.Matcher(NewVocab(nil, 1))
-			if err := m.Feed([]byte(d)); err == nil && m.CanEnd() {
-				t.Errorf("%q: %q accepted", c.src, d)
-			}
-		}
+		checkDocs(t, c.src, mustGBNF(t, c.src), c.ok, c.bad)
 	}
 }
 

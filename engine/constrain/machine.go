@@ -1,6 +1,10 @@
 package constrain
 
-import "math"
+import (
+	"math"
+
+	"github.com/infernix/infernix/engine/internal/utf8seq"
+)
 
 // The byte automaton. A configuration is the innermost container being
 // written (its node, phase and counter) by value, the enclosing ones as a
@@ -385,7 +389,7 @@ func isHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' ||
 // utf8Begin starts a multi-byte character at lead byte b (l.sub strUTF8,
 // l.n its bytes to go, l.code its bits), reporting whether b leads one.
 func (l *lexer) utf8Begin(b byte) bool {
-	n, lo, hi := utf8Lead(b)
+	n, lo, hi := utf8seq.Lead(b)
 	if n == 0 {
 		return false
 	}
@@ -408,28 +412,6 @@ func (l *lexer) utf8More(b byte) (done, ok bool) {
 	}
 	l.sub = strNormal
 	return true, true
-}
-
-// utf8Lead gives a lead byte's sequence length and its second byte's range
-// (Unicode Table 3-7); n = 0 for a byte that starts no sequence.
-func utf8Lead(c byte) (n int, lo, hi byte) {
-	switch {
-	case c >= 0xC2 && c <= 0xDF:
-		return 2, 0x80, 0xBF
-	case c == 0xE0:
-		return 3, 0xA0, 0xBF
-	case c == 0xED:
-		return 3, 0x80, 0x9F
-	case c >= 0xE1 && c <= 0xEF:
-		return 3, 0x80, 0xBF
-	case c == 0xF0:
-		return 4, 0x90, 0xBF
-	case c >= 0xF1 && c <= 0xF3:
-		return 4, 0x80, 0xBF
-	case c == 0xF4:
-		return 4, 0x80, 0x8F
-	}
-	return 0, 0, 0
 }
 
 // numberByte advances a number by b (in place), reporting whether b

@@ -477,25 +477,28 @@ func integerOnly(v value) bool {
 func (c *compiler) integerNode(v value, path string) (*node, error) {
 	n := c.newNode(kInteger)
 	n.lo, n.hi = math.MinInt64, math.MaxInt64
-	bound := func(key string, ceil bool) (int64, bool, error) {
-		x, ok := v.get(key)
-		if !ok || x.kind != 'n' {
-			if ok && x.kind != 'b' {
-				return 0, false, &SchemaError{path + "/" + key, "must be a number"}
+	// bound reads a bound as the nearest integer on its side (ceil: a
+	// lower bound), and whether it was one already.
+	bound := func(key string, ceil bool) (x int64, integral, ok bool, err error) {
+		r, ok := v.get(key)
+		if !ok || r.kind != 'n' {
+			if ok && r.kind != 'b' {
+				return 0, false, false, &SchemaError{path + "/" + key, "must be a number"}
 			}
-			return 0, false, nil
+			return 0, false, false, nil
 		}
-		f, err := strconv.ParseFloat(string(x.num), 64)
-		if err != nil || math.IsInf(f, 0) || math.Abs(f) > 1<<62 {
-			return 0, false, &SchemaError{path + "/" + key, "must be a number within ±2⁶²"}
+		f, perr := strconv.ParseFloat(string(r.num), 64)
+		if perr != nil || math.IsInf(f, 0) || math.Abs(f) > 1<<62 {
+			return 0, false, false, &SchemaError{path + "/" + key, "must be a number within ±2⁶²"}
 		}
-		if i, err := strconv.ParseInt(string(x.num), 10, 64); err == nil {
-			return i, true, nil
+		integral = f == math.Trunc(f)
+		if i, perr := strconv.ParseInt(string(r.num), 10, 64); perr == nil {
+			return i, true, true, nil
 		}
 		if ceil {
-			return int64(math.Ceil(f)), true, nil
+			return int64(math.Ceil(f)), integral, true, nil
 		}
-		return int64(math.Floor(f)), true, nil
+		return int64(math.Floor(f)), integral, true, nil
 	}
 	draft4 := func(key string) bool {
 		x, ok := v.get(key)
@@ -505,7 +508,7 @@ func (c *compiler) integerNode(v value, path string) (*node, error) {
 		key       string
 		low, excl bool
 	}{{"minimum", true, false}, {"maximum", false, false}, {"exclusiveMinimum", true, true}, {"exclusiveMaximum", false, true}} {
-		x, ok, err := bound(b.key, b.low)
+		x, integral, ok, err := bound(b.key, b.low)
 		if err != nil {
 			return nil, err
 		}
@@ -513,13 +516,11 @@ func (c *compiler) integerNode(v value, path string) (*node, error) {
 			continue
 		}
 		excl := b.excl || (b.key == "minimum" && draft4("exclusiveMinimum")) || (b.key == "maximum" && draft4("exclusiveMaximum"))
-		if excl {
-			if f, _ := strconv.ParseFloat(string(mustGet(v, b.key).num), 64); f == math.Trunc(f) {
-				if b.low {
-					x++
-				} else {
-					x--
-				}
+		if excl && integral { // a fractional bound's rounding already excludes it
+			if b.low {
+				x++
+			} else {
+				x--
 			}
 		}
 		n.bounded = true
@@ -533,11 +534,6 @@ func (c *compiler) integerNode(v value, path string) (*node, error) {
 		return nil, &SchemaError{path, "no integer lies within the bounds"}
 	}
 	return n, nil
-}
-
-func mustGet(v value, key string) value {
-	x, _ := v.get(key)
-	return x
 }
 
 // maxStringLen bounds minLength and maxLength (a rune counter's range).

@@ -21,16 +21,7 @@ func TestCompileRegex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range c.ok {
-			if at, done := feed(t, g, d); at >= 0 || !done {
-				t.Errorf("%s: %q rejected at %d (complete %v)", c.pattern, d, at, done)
-			}
-		}
-		for _, d := range c.bad {
-			if at, done := feed(t, g, d); at < 0 && done {
-				t.Errorf("%s: %q accepted", c.pattern, d)
-			}
-		}
+		checkDocs(t, c.pattern, g, c.ok, c.bad)
 	}
 	// Against Go's regexp (a full match) on random texts.
 	re := `[a-c]+(x|yz)?\s*`
@@ -61,16 +52,7 @@ func TestCompileChoice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"positive", "negative", "pos", "neutral"} {
-		if at, done := feed(t, g, d); at >= 0 || !done {
-			t.Errorf("%q rejected at %d", d, at)
-		}
-	}
-	for _, d := range []string{"posi", " positive", "positive ", "\"pos\"", "neu"} {
-		if at, done := feed(t, g, d); at < 0 && done {
-			t.Errorf("%q accepted", d)
-		}
-	}
+	checkDocs(t, "choice", g, []string{"positive", "negative", "pos", "neutral"}, []string{"posi", " positive", "positive ", "\"pos\"", "neu"})
 	var many []string
 	for i := range 100 {
 		many = append(many, "c"+strings.Repeat("x", i))

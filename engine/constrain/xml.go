@@ -3,6 +3,8 @@ package constrain
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/infernix/infernix/engine/internal/utf8seq"
 )
 
 // The XML tool format (Qwen3-Coder, Qwen3.5): after <tool_call>,
@@ -263,7 +265,7 @@ func (c config) rawByte(b byte, out []config) []config {
 	case b < 0x20 && b != '\t' && b != '\r':
 		return out
 	case b >= 0x80:
-		k, lo, hi := utf8Lead(b)
+		k, lo, hi := utf8seq.Lead(b)
 		if k == 0 {
 			return out
 		}

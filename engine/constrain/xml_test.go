@@ -45,16 +45,7 @@ func TestToolCallXML(t *testing.T) {
 		call("get_weather", "city", "a\x01b", "unit", "celsius"),
 		call("set", "on", "true") + "\n\n",
 	}
-	for _, d := range ok {
-		if at, done := feed(t, g, d); at >= 0 || !done {
-			t.Errorf("%q rejected at byte %d (complete %v)", d, at, done)
-		}
-	}
-	for _, d := range bad {
-		if at, done := feed(t, g, d); at < 0 && done {
-			t.Errorf("%q accepted", d)
-		}
-	}
+	checkDocs(t, "XML tool calls", g, ok, bad)
 	// A strict tool's string pattern cannot be enforced on raw text.
 	_, err = ToolCallXML([]Tool{{Name: "a", Parameters: []byte(`{"type":"object","properties":{"s":{"type":"string","pattern":"^x"}}}`), Strict: true}})
 	if te, isTool := err.(*ToolError); !isTool || te.Err.Path != "/properties/s" {

@@ -1,6 +1,10 @@
 package tokenizer
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/infernix/infernix/engine/internal/utf8seq"
+)
 
 // Decode returns the text of ids like HF's decode(ids, skip_special_tokens):
 // the bytes of the tokens concatenated, with invalid UTF-8 replaced by U+FFFD
@@ -31,28 +35,6 @@ func (t *Tokenizer) keep(id int32, skipSpecial bool) bool {
 	return t.valid(id) && !(skipSpecial && t.special[id])
 }
 
-// utf8Seq describes the well-formed sequences that start with a lead byte
-// (Unicode Table 3-7): their length and the range of their second byte.
-func utf8Seq(c byte) (n int, lo, hi byte) {
-	switch {
-	case c >= 0xC2 && c <= 0xDF:
-		return 2, 0x80, 0xBF
-	case c == 0xE0:
-		return 3, 0xA0, 0xBF
-	case c == 0xED:
-		return 3, 0x80, 0x9F
-	case c >= 0xE1 && c <= 0xEF:
-		return 3, 0x80, 0xBF
-	case c == 0xF0:
-		return 4, 0x90, 0xBF
-	case c >= 0xF1 && c <= 0xF3:
-		return 4, 0x80, 0xBF
-	case c == 0xF4:
-		return 4, 0x80, 0x8F
-	}
-	return 0, 0, 0
-}
-
 // appendLossy appends src to dst with each maximal invalid subsequence
 // replaced by U+FFFD (from_utf8_lossy semantics). Unless final, it stops
 // before a trailing sequence that is incomplete but could still become valid
@@ -66,7 +48,7 @@ func appendLossy(dst, src []byte, final bool) ([]byte, int) {
 			i++
 			continue
 		}
-		n, lo, hi := utf8Seq(c)
+		n, lo, hi := utf8seq.Lead(c)
 		if n == 0 {
 			dst = append(dst, "\uFFFD"...)
 			i++
