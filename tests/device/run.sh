@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -46,7 +46,7 @@ log=$out/log.txt
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export INFERNIX_KERNEL_CACHE=${INFERNIX_KERNEL_CACHE:-/tmp/infernix-kernels}
 export INFERNIX_COMMIT=$(cat bin/cuda/COMMIT 2>/dev/null || echo unknown)
-groups=${CUDA_GROUPS:-driver ops attention model fixnew fixbf16 bench hf hf32 cli}
+groups=${CUDA_GROUPS:-driver ops attention model hybrid fixnew fixbf16 bench hf hf32 cli}
 
 {
   nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.sm,clocks.mem --format=csv
@@ -79,6 +79,10 @@ group driver 60 "$root/bin/cuda/driver.test" -test.v
 group ops 300 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestMoEGrouped|TestFused|TestHostCopies|TestKVBlockCopy|TestSampleRows|TestShadow|TestGemvfVariants'
 group attention 300 "$T" -test.v -test.run 'TestAttention|TestDecodeSplits'
 group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestModelSkinny|TestGraphsMatchEager|TestFixtures|TestAttnPrepFold|TestAttnDyn'
+# hybrid: the hybrid models' operators (kernels/recurrent.cu) against the
+# CPU backend, random Qwen3.5 / Qwen3.5-MoE / Qwen3-Next models of real head
+# dims, and every committed fixture (the hybrid ones included).
+group hybrid 240 "$T" -test.v -test.run 'TestRecurrentOps|TestModelHybrid|TestFixtures'
 # fixvar: the fixtures again with one part switched back at a time (bisects a
 # precision change): unfused operators, the old decode attention kernels.
 group fixvar 60 env INFERNIX_CUDA_FUSE=0 "$T" -test.v -test.run 'TestFixtures'
@@ -196,12 +200,22 @@ fi
 # prefill: chunk and batch limits at the prompt length).
 ttft=("$root/bin/cuda/infernix" bench --device cuda --synthetic-weights --model "$root/tests/testdata/configs/qwen3-8b" --prompt-tokens 4096 --decode-tokens 16 --ttft --prefill-chunk 4096 --max-batch-tokens 4096)
 [ -x "$root/bin/cuda/infernix" ] && group ttft 120 "${ttft[@]}"
+# hybridbench (not in the default groups): Qwen3-Next-80B-A3B shapes cut to
+# HYBRID_LAYERS (default 24) of its 48 layers (the 160 GB of BF16 weights do
+# not fit one H200), random weights: decode at 512 and prefill of 4,096
+# through the engine; JSON in $out/hybridbench-*.json.
+if case " $groups " in *" hybridbench "*) ;; *) false ;; esac && [ -x "$root/bin/cuda/infernix" ]; then
+  hl=${HYBRID_LAYERS:-24}
+  mkdir -p /tmp/infernix-q3next
+  python3 -c "import json,sys; c=json.load(open(sys.argv[1])); n=int(sys.argv[2]); c['num_hidden_layers']=n; c['layer_types']=c['layer_types'][:n]; json.dump(c,open('/tmp/infernix-q3next/config.json','w'))" "$root/tests/testdata/configs/qwen3-next-80b-a3b/config.json" "$hl"
+  group hybridbench 240 sh -c "'$root/bin/cuda/infernix' bench --device cuda --synthetic-weights --model /tmp/infernix-q3next --prompt-tokens 512 --decode-tokens 64 --json > '$out/hybridbench-512.json' && cat '$out/hybridbench-512.json' && '$root/bin/cuda/infernix' bench --device cuda --synthetic-weights --model /tmp/infernix-q3next --prompt-tokens 4096 --decode-tokens 32 --prefill-chunk 4096 --max-batch-tokens 4096 --json > '$out/hybridbench-4096.json' && cat '$out/hybridbench-4096.json'"
+fi
 # ttftold: the same with sampling on the host and no KV block copier (the
 # defaults before run 11).
 [ -x "$root/bin/cuda/infernix" ] && group ttftold 120 env INFERNIX_CUDA_SAMPLE=0 INFERNIX_CUDA_KV_COPY=0 "${ttft[@]}"
 # e2e: the demo-model end-to-end tests (real server, engine, chat APIs) on
 # the GPU (sampling on the device and the KV copier, the defaults).
-[ -x "$root/bin/cuda/e2e.test" ] && group e2e 120 env INFERNIX_TEST_DEVICE=cuda sh -c "cd '$root/tests/e2e' && '$root/bin/cuda/e2e.test' -test.v -test.run 'TestDemo|TestConstrained|TestToolCallsConstrained|TestGuidedOutputs'"
+[ -x "$root/bin/cuda/e2e.test" ] && group e2e 120 env INFERNIX_TEST_DEVICE=cuda sh -c "cd '$root/tests/e2e' && '$root/bin/cuda/e2e.test' -test.v -test.run 'TestDemo|TestConstrained|TestToolCallsConstrained|TestGuidedOutputs|TestPrefixCacheMetrics|TestSharedPrefixSnapshot'"
 # engine: the prefix cache across an engine restart (blocks read back from
 # Badger into the device pool through the KV copier).
 [ -x "$root/bin/cuda/engine.test" ] && group engine 120 env INFERNIX_TEST_DEVICE=cuda sh -c "cd '$root/engine' && '$root/bin/cuda/engine.test' -test.v -test.run 'TestPrefixAcrossRestarts'"

@@ -106,7 +106,7 @@ func TestPrefixCacheMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	const capBytes = 96 << 10
-	eo := engine.Options{Device: "cpu", ContextLength: 1024, MaxBatchTokens: 96, Persist: dataDir{st, capBytes}}
+	eo := engine.Options{Device: testDevice(), ContextLength: 1024, MaxBatchTokens: 96, Persist: dataDir{st, capBytes}}
 	eo.Sched.MaxLanes = 1
 	e, err := engine.Load(dir, eo)
 	if err != nil {

@@ -52,7 +52,7 @@ func TestSharedPrefixSnapshot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eo := engine.Options{Device: "cpu", ContextLength: 4096, MaxBatchTokens: 96}
+	eo := engine.Options{Device: testDevice(), ContextLength: 4096, MaxBatchTokens: 96}
 	eo.Sched.MaxLanes = 1
 	e, err := engine.Load(dir, eo)
 	if err != nil {

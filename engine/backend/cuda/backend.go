@@ -128,6 +128,8 @@ type Backend struct {
 	posCache           stagedRef
 	attnCache          attnMeta
 	hostMeta, hostOffs []int32
+	runsCache          stagedRef // the forward's runs of sequences (recurrent.go)
+	runsHost           []int32
 
 	g graphState
 }

@@ -42,6 +42,9 @@ type kernelSet struct {
 	moeRoute, moeCombine, moeCombineRows  *kernel
 	skinny                                *kernel // gemm_skinny_n2: bf16 products of 9–16 rows (INFERNIX_CUDA_SKINNY)
 	sample                                *kernel // nil unless sampling on the device is on (sample.go)
+	// kernels/recurrent.cu: the hybrid models' operators (recurrent.go).
+	conv, convState, rmsGated, mulSig, sliceCols *kernel
+	gdn                                          map[int]*kernel // gdn_recurrent_k<KD>, by key head dim
 }
 
 // attnKernels are compiled per (head dim, group size).
@@ -215,6 +218,19 @@ func (b *Backend) loadKernels() error {
 		gv["gemv_scalar_"+n] = &k.gemvScalar[d]
 		gv["gemv_indexed_"+n] = &k.gemvIdx[d]
 		gv["gemv_indexed_scalar_"+n] = &k.gemvIdxScalar[d]
+	}
+	rc := map[string]**kernel{"conv1d_silu": &k.conv, "conv1d_state": &k.convState, "rmsnorm_gated": &k.rmsGated,
+		"mul_sigmoid": &k.mulSig, "slice_cols": &k.sliceCols}
+	k.gdn = map[int]*kernel{}
+	gdn := make([]*kernel, len(gdnKeyDims))
+	for i, kd := range gdnKeyDims {
+		rc[fmt.Sprintf("gdn_recurrent_k%d", kd)] = &gdn[i]
+	}
+	if err := b.load("recurrent.cu", nil, rc); err != nil {
+		return err
+	}
+	for i, kd := range gdnKeyDims {
+		k.gdn[kd] = gdn[i]
 	}
 	if err := b.load("elementwise.cu", nil, ew); err != nil {
 		return err

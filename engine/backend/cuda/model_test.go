@@ -18,6 +18,7 @@ import (
 	"github.com/infernix/infernix/engine/safetensors"
 
 	_ "github.com/infernix/infernix/engine/arch/qwen3"
+	_ "github.com/infernix/infernix/engine/arch/qwen3next"
 )
 
 // testWeights makes deterministic random BF16 weights from each tensor's
@@ -89,6 +90,7 @@ func build(t testing.TB, cfg *model.Config, ws model.WeightSource, be backend.Ba
 type lane struct {
 	blocks []int32
 	toks   []int32
+	slot   int32 // recurrent-state slot (hybrid models)
 }
 
 // step runs one forward over several lanes: lane i contributes toks[i]
@@ -99,6 +101,7 @@ func step(t testing.TB, m model.Model, lanes []*lane, toks [][]int32) [][]float3
 	b := &model.Batch{}
 	for i, l := range lanes {
 		b.Attn.Blocks = append(b.Attn.Blocks, l.blocks)
+		b.Attn.Slots = append(b.Attn.Slots, l.slot)
 		for _, tk := range toks[i] {
 			b.Tokens = append(b.Tokens, tk)
 			b.Attn.Seq = append(b.Attn.Seq, int32(i))
@@ -164,7 +167,7 @@ func checkModels(t *testing.T, g, c, cf model.Model, prompts [][]int32, steps in
 	mk := func(base int) []*lane {
 		ls := make([]*lane, nl)
 		for i := range ls {
-			ls[i] = &lane{}
+			ls[i] = &lane{slot: int32(i)}
 			for j := 0; j < 8; j++ {
 				ls[i].blocks = append(ls[i].blocks, int32(base+i*8+(7-j)))
 			}
@@ -647,7 +650,9 @@ func TestFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Arch() != "Qwen3ForCausalLM" && cfg.Arch() != "Qwen3MoeForCausalLM" {
+		switch cfg.Arch() {
+		case "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM":
+		default:
 			continue
 		}
 		t.Run(filepath.Base(dir), func(t *testing.T) {
