@@ -69,6 +69,20 @@ func (b *bf16Inputs) MatMul(out, x, w backend.Tensor) {
 // bf16Model is the random test model of seed on the CPU with bf16Inputs
 // on, rounding attention's inputs as a KV cache of type kv
 // (checkModels' format-aware reference).
+// bf16Hybrid is bf16Inputs with the CPU's recurrent operators, which the
+// hybrid models need (they find them by type assertion on their backend).
+type bf16Hybrid struct {
+	*bf16Inputs
+	backend.Recurrent
+}
+
+// formatBackend is the CPU backend in the GPU's formats (bf16 product
+// inputs past 8 rows, attention's inputs in the KV cache's type dt), for any
+// architecture.
+func formatBackend(dt kvDType) backend.Backend {
+	return &bf16Hybrid{&bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(dt)}, cpuBe}
+}
+
 func bf16Model(t *testing.T, cfg *model.Config, seed uint64, kv kvDType) model.Model {
 	emu := &bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(kv)}
 	return build(t, cfg, &testWeights{be: emu, seed: seed}, emu)

@@ -39,8 +39,9 @@ func hybridConfig(t *testing.T, fixture string) *model.Config {
 // TestModelHybrid runs random Qwen3.5, Qwen3.5-MoE and Qwen3-Next models of
 // real head dims on the GPU against the CPU backend (checkModels: chunked
 // prefills that continue their recurrent state, then several lanes decoding
-// together, each in its own state slot), and checks that decode steps were
-// replayed from captured graphs.
+// together, each in its own state slot; a step past 2e-2 is held to the CPU
+// in the GPU's number formats), and checks that decode steps were replayed
+// from captured graphs.
 func TestModelHybrid(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
@@ -50,8 +51,13 @@ func TestModelHybrid(t *testing.T) {
 			seed := r.Uint64()
 			g := build(t, cfg, &testWeights{be: b, seed: seed}, b)
 			c := build(t, cfg, &testWeights{be: cpuBe, seed: seed}, cpuBe)
+			// The CPU in the GPU's formats, which a step past 2e-2 is held to
+			// (TestFixtures): on the CPU alone it moves the dense model's
+			// 70-token prefill by ~0.09.
+			emu := formatBackend(b.kvDT)
+			cf := build(t, cfg, &testWeights{be: emu, seed: seed}, emu)
 			r0, c0, _ := b.GraphStats()
-			checkModels(t, g, c, nil, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2)
+			checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2)
 			r1, c1, f1 := b.GraphStats()
 			t.Logf("graphs: %d captured, %d replays, %d fallbacks", c1-c0, r1-r0, f1)
 			if b.g.enabled && r1 == r0 {
