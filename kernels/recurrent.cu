@@ -25,9 +25,11 @@ __device__ __forceinline__ float conv_in(const float* x, const float* state, con
 }
 
 // out[t, c] = silu(Σ_j w[c, j] · in(t - S + j, c)), S = K - 1. Grid:
-// T · ceil(C / 256) blocks of 256 threads; w is f32 [C, K].
-extern "C" __global__ void conv1d_silu(float* out, const float* x, const float* w, const float* state, const int* runs,
-                                       int nruns, int T, int C, int K) {
+// T · ceil(C / 256) blocks of 256 threads; w is f32 [C, K]. With own (every
+// run one token: decode) the thread also moves its (run, channel) state on
+// by the token, after reading all of it, and conv1d_state is not needed.
+extern "C" __global__ void conv1d_silu(float* out, const float* x, const float* w, float* state, const int* runs,
+                                       int nruns, int T, int C, int K, int own) {
   STEP_TIMER();
   PDL_ENTRY();
   const int per = (C + 255) / 256;
@@ -39,6 +41,15 @@ extern "C" __global__ void conv1d_silu(float* out, const float* x, const float* 
   float acc = 0.f;
   for (int j = 0; j < K; j++) acc += w[(long)c * K + j] * conv_in(x, state, ri, u - S + j, c, C, S);
   out[(long)t * C + c] = silu(acc);
+  if (own) {
+    float keep[16];
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+      if (i < S) keep[i] = conv_in(x, state, ri, 1 - S + i, c, C, S);
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+      if (i < S) state[((long)ri.slot * S + i) * C + c] = keep[i];
+  }
 }
 
 // The conv state after each run: its last S inputs, oldest first. A thread

@@ -43,6 +43,13 @@ type Recurrent interface {
 	WriteStateRows(t Tensor, row int, src []float32)
 }
 
+// GDNShapeChecker is optional: a backend whose Recurrent operators run only
+// some layer shapes says whether it runs s, so that a model fails at load
+// with the reason rather than at its first forward.
+type GDNShapeChecker interface {
+	CheckGDN(s GDNSpec) error
+}
+
 // GDNSpec sizes a Gated DeltaNet layer and picks the algorithm.
 type GDNSpec struct {
 	KHeads, VHeads int

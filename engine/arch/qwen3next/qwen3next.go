@@ -116,6 +116,11 @@ func New(top *model.Config, w model.WeightSource, be backend.Backend, opt model.
 	m.Head = model.Head{Be: be, Vocab: cfg.VocabSize, Run: m.run}
 	m.spec = backend.GDNSpec{KHeads: cfg.LinearNumKeyHeads, VHeads: cfg.LinearNumValueHeads,
 		KDim: cfg.LinearKeyHeadDim, VDim: cfg.LinearValueHeadDim, Chunk: Chunk}
+	if c, ok := be.(backend.GDNShapeChecker); ok {
+		if err := c.CheckGDN(m.spec); err != nil {
+			return nil, err
+		}
+	}
 	fw, _ := w.(*model.FileWeights)
 	l := &loader{w: w, fw: fw, be: be, prefix: a.prefix}
 	if err := m.load(l); err != nil {

@@ -45,6 +45,20 @@
 // and carries on eagerly, so replay never changes results. No model code is
 // involved.
 //
+// # Hybrid models
+//
+// Qwen3-Next, Qwen3.5 and Qwen3.5-MoE need backend.Recurrent (recurrent.go,
+// kernels/recurrent.cu): the causal conv and its state, the gated delta rule,
+// the gated RMSNorm, and the gated attention's column slice and sigmoid gate.
+// The delta rule runs token by token for prefills as well as decode (the
+// contract allows the recurrent form everywhere; the CPU backend's chunked
+// form agrees with it up to rounding): a block holds a value head's rows of
+// the state in registers, a few threads a row, so a token costs no
+// block-wide synchronisation. Each sequence's token range, state slot and
+// fresh start are staged metadata, so hybrid decode steps replay as graphs.
+// Key head dims 8, 16, 32, 64, 128 and 256 are compiled; a model of another
+// fails at load, naming the dim (backend.GDNShapeChecker).
+//
 // # Sampling
 //
 // Unless INFERNIX_CUDA_SAMPLE=0 the backend is a backend.RowSampler: the

@@ -17,7 +17,10 @@ import (
 // slot, and whether it starts from zero state) is staged metadata, so decode
 // steps of hybrid models are captured as graphs like any other.
 
-var _ backend.Recurrent = (*Backend)(nil)
+var (
+	_ backend.Recurrent       = (*Backend)(nil)
+	_ backend.GDNShapeChecker = (*Backend)(nil)
+)
 
 // gdnKeyDims are the key head dims gdn_recurrent is compiled for (a row's
 // values split over a power-of-two count of threads, ≤ 32 registers each).
@@ -89,10 +92,26 @@ func (b *Backend) CausalConv1D(out, x, w, state backend.Tensor, ab *backend.Attn
 	wp := b.f32Weight(ww)
 	runs, nr := b.runs(ab, T)
 	per := (C + 255) / 256
-	b.launch(b.k.conv, uint32(T*per), 1, 1, 256, 1, 0, ptr(o.ptr), ptr(xx.ptr), ptr(wp), ptr(st.ptr), ptr(runs), i32(nr), i32(T), i32(C), i32(K))
-	if K > 1 {
+	// One token a run (decode): each thread moves its own state on.
+	own := 0
+	if nr == T && K > 1 {
+		own = 1
+	}
+	b.launch(b.k.conv, uint32(T*per), 1, 1, 256, 1, 0, ptr(o.ptr), ptr(xx.ptr), ptr(wp), ptr(st.ptr), ptr(runs), i32(nr), i32(T), i32(C), i32(K), i32(own))
+	if K > 1 && own == 0 {
 		b.launch(b.k.convState, uint32(nr*per), 1, 1, 256, 1, 0, ptr(st.ptr), ptr(xx.ptr), ptr(runs), i32(nr), i32(C), i32(K))
 	}
+}
+
+// CheckGDN says whether gdn_recurrent is compiled for s's key head dim.
+func (b *Backend) CheckGDN(s backend.GDNSpec) error {
+	if b.k.gdn[s.KDim] == nil {
+		return fmt.Errorf("cuda: linear-attention key head dim %d is not supported (one of %v)", s.KDim, gdnKeyDims)
+	}
+	if s.KHeads <= 0 || s.VHeads%s.KHeads != 0 {
+		return fmt.Errorf("cuda: %d value heads for %d key heads (a multiple is needed)", s.VHeads, s.KHeads)
+	}
+	return nil
 }
 
 // gdnRowsPerBlock mirrors GdnShape<KD>::RB in kernels/recurrent.cu.
@@ -115,7 +134,7 @@ func (b *Backend) GatedDeltaRule(out, qkv, a, bt, aLog, dtBias, state backend.Te
 	}
 	k := b.k.gdn[s.KDim]
 	if k == nil {
-		b.fail(fmt.Errorf("cuda: linear-attention key head dim %d is not supported (one of %v)", s.KDim, gdnKeyDims))
+		b.fail(b.CheckGDN(s))
 		return
 	}
 	checkSlots("GatedDeltaRule", ab, T, st.rows, s.VHeads*s.VDim)

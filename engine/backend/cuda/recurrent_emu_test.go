@@ -33,6 +33,8 @@ var recCases = []recCase{
 	{KD: 256, VD: 24, KH: 1, VH: 1, K: 3, slots: 2, runs: []recRun{{1, 0, 2}, {0, 5, 1}}},
 	{KD: 8, VD: 8, KH: 1, VH: 2, K: 4, slots: 1, runs: []recRun{{0, 2, 4}}},
 	{KD: 32, VD: 40, KH: 2, VH: 4, K: 4, slots: 5, runs: []recRun{{4, 0, 1}, {1, 1, 1}, {2, 30, 1}, {0, 0, 6}}},
+	// One token a run (decode): the conv moves each state on itself.
+	{KD: 128, VD: 64, KH: 2, VH: 4, K: 4, slots: 4, runs: []recRun{{3, 0, 1}, {1, 5, 1}, {0, 1, 1}}},
 }
 
 // batch returns the runs as an AttnBatch (sequence i in slot runs[i].slot).

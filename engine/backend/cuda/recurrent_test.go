@@ -75,6 +75,21 @@ func TestRecurrentOps(t *testing.T) {
 			want2.compare(t, gpuRecurrent(t, b, next, in2), 1e-5)
 		})
 	}
+	t.Run("shapes", func(t *testing.T) {
+		for _, c := range []struct {
+			s  backend.GDNSpec
+			ok bool
+		}{
+			{backend.GDNSpec{KHeads: 16, VHeads: 32, KDim: 128, VDim: 128}, true},
+			{backend.GDNSpec{KHeads: 2, VHeads: 4, KDim: 16, VDim: 16}, true},
+			{backend.GDNSpec{KHeads: 2, VHeads: 4, KDim: 48, VDim: 64}, false},
+			{backend.GDNSpec{KHeads: 3, VHeads: 4, KDim: 64, VDim: 64}, false},
+		} {
+			if err := b.CheckGDN(c.s); (err == nil) != c.ok {
+				t.Errorf("CheckGDN(%+v) = %v, want ok %v", c.s, err, c.ok)
+			}
+		}
+	})
 	t.Run("state rows", func(t *testing.T) {
 		x := b.Alloc(6, 40)
 		v := make([]float32, 3*40)

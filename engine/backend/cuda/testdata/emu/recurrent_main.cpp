@@ -39,8 +39,11 @@ int main() {
   std::vector<float> cout((size_t)T * C, __uint_as_float(0x7fc00000u));
   const int per = (C + 255) / 256;
   const int* tab = table.data();
-  emu_launch(T * per, 256, [&] { conv1d_silu(cout.data(), x.data(), w.data(), conv.data(), tab, nruns, T, C, K); });
-  emu_launch(nruns * per, 256, [&] { conv1d_state(conv.data(), x.data(), tab, nruns, C, K); });
+  // One token a run: the conv moves the state on itself (as recurrent.go
+  // launches it).
+  const int own = nruns == T && K > 1;
+  emu_launch(T * per, 256, [&] { conv1d_silu(cout.data(), x.data(), w.data(), conv.data(), tab, nruns, T, C, K, own); });
+  if (!own) emu_launch(nruns * per, 256, [&] { conv1d_state(conv.data(), x.data(), tab, nruns, C, K); });
 
   std::vector<float> core((size_t)T * VH * VD, __uint_as_float(0x7fc00000u));
   GdnP p{core.data(), cout.data(), a.data(), b.data(), alog.data(), dtb.data(), rec.data(), tab, nruns, KH, VH, VD};
