@@ -83,6 +83,9 @@ group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestM
 # CPU backend, random Qwen3.5 / Qwen3.5-MoE / Qwen3-Next models of real head
 # dims, and every committed fixture (the hybrid ones included).
 group hybrid 240 "$T" -test.v -test.run 'TestRecurrentOps|TestModelHybrid|TestFixtures'
+# (and the conv and delta rule alone at Qwen3-Next's shapes: lines
+# "recurrent bench ..." in the log)
+group hybrid 60 env INFERNIX_BENCH_GDN=1 "$T" -test.v -test.run 'TestRecurrentBench'
 # fixvar: the fixtures again with one part switched back at a time (bisects a
 # precision change): unfused operators, the old decode attention kernels.
 group fixvar 60 env INFERNIX_CUDA_FUSE=0 "$T" -test.v -test.run 'TestFixtures'

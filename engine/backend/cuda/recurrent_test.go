@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"os"
 	"testing"
+	"time"
 
 	"github.com/infernix/infernix/engine/backend"
 )
@@ -107,4 +109,69 @@ func TestRecurrentOps(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRecurrentBench (INFERNIX_BENCH_GDN=1) times a Qwen3-Next linear
+// attention layer's conv and delta rule (16 key heads, 32 value heads of
+// 128): a 4,096-token prefill of one sequence, and decode steps of 1 and 16
+// sequences; lines "recurrent bench ..." in the log.
+func TestRecurrentBench(t *testing.T) {
+	if os.Getenv("INFERNIX_BENCH_GDN") != "1" {
+		t.Skip("set INFERNIX_BENCH_GDN=1")
+	}
+	b := gpu(t)
+	s := backend.GDNSpec{KHeads: 16, VHeads: 32, KDim: 128, VDim: 128}
+	const K, slots = 4, 16
+	C := 2*s.KHeads*s.KDim + s.VHeads*s.VDim
+	vd := s.VHeads * s.VDim
+	w, _ := b.Upload("conv1d.weight", backend.F32, []int{C, 1, K}, f32bytes(make([]float32, C*K)))
+	aLog, _ := b.Upload("A_log", backend.F32, []int{s.VHeads}, f32bytes(make([]float32, s.VHeads)))
+	dtBias, _ := b.Upload("dt_bias", backend.F32, []int{s.VHeads}, f32bytes(make([]float32, s.VHeads)))
+	conv := b.Alloc(slots*(K-1), C)
+	rec := b.Alloc(slots*vd, s.KDim)
+	for _, c := range []struct {
+		name      string
+		seqs, per int
+	}{{"prefill 4096", 1, 4096}, {"prefill 512", 1, 512}, {"decode 1", 1, 1}, {"decode 16", 16, 1}} {
+		T := c.seqs * c.per
+		ab := &backend.AttnBatch{}
+		for q := 0; q < c.seqs; q++ {
+			ab.Blocks = append(ab.Blocks, nil)
+			for i := 0; i < c.per; i++ {
+				ab.Seq = append(ab.Seq, int32(q))
+				ab.Pos = append(ab.Pos, int32(1+i)) // continuing: the states are read
+			}
+		}
+		x, out := b.Alloc(T, C), b.Alloc(T, C)
+		core, a, bt := b.Alloc(T, vd), b.Alloc(T, s.VHeads), b.Alloc(T, s.VHeads)
+		run := func(conv1d, delta bool) time.Duration {
+			var ts []time.Duration
+			// On the device thread (no hand-over per call); the times
+			// include the launches (~6 µs each).
+			b.RunOnDeviceThread(func() {
+				for i := 0; i < 7; i++ {
+					b.sync()
+					t0 := time.Now()
+					if conv1d {
+						b.CausalConv1D(out, x, w, conv, ab)
+					}
+					if delta {
+						b.GatedDeltaRule(core, out, a, bt, aLog, dtBias, rec, ab, s)
+					}
+					b.sync()
+					ts = append(ts, time.Since(t0))
+				}
+			})
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return median(ts[2:])
+		}
+		tc, tg := run(true, false), run(false, true)
+		t.Logf("recurrent bench %s: conv %.1f µs, delta rule %.1f µs (%.2f µs a token)", c.name,
+			float64(tc.Nanoseconds())/1e3, float64(tg.Nanoseconds())/1e3, float64(tg.Nanoseconds())/1e3/float64(c.per))
+		for _, x := range []backend.Tensor{x, out, core, a, bt} {
+			b.Free(x)
+		}
+	}
 }
