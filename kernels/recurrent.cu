@@ -86,10 +86,10 @@ extern "C" __global__ void conv1d_state(float* state, const float* x, const int*
 // of a row complete among themselves), so a token needs no block-wide
 // synchronisation; the next token's inputs are requested before the current
 // one is computed.
-template <int KD> struct GdnShape {
+template <int KD, int NT = 128> struct GdnShape {
   static constexpr int TPR = KD > 32 ? KD / 32 : 1; // a power of two (the host checks KD)
   static constexpr int CPT = KD / TPR;              // ≤ 32, a multiple of 4 (the state's float4 rows)
-  static constexpr int RB = 128 / TPR;              // rows per block of 128 threads
+  static constexpr int RB = NT / TPR;               // rows per block of NT threads
 };
 
 struct GdnP {
@@ -131,10 +131,10 @@ template <int TPR> __device__ __forceinline__ float row_sum(float v) {
   return v;
 }
 
-template <int KD> __device__ __forceinline__ void gdn_recurrent_impl(const GdnP& p) {
+template <int KD, int NT> __device__ __forceinline__ void gdn_recurrent_impl(const GdnP& p) {
   STEP_TIMER();
   PDL_ENTRY();
-  using Sh = GdnShape<KD>;
+  using Sh = GdnShape<KD, NT>;
   constexpr int TPR = Sh::TPR, CPT = Sh::CPT, RB = Sh::RB;
   const int rblocks = (p.vd + RB - 1) / RB;
   const int rb = blockIdx.x % rblocks, h = (blockIdx.x / rblocks) % p.vh, r = blockIdx.x / (rblocks * p.vh);
@@ -195,8 +195,12 @@ template <int KD> __device__ __forceinline__ void gdn_recurrent_impl(const GdnP&
   }
 }
 
-#define GDN_KERNEL(KD) \
-  extern "C" __global__ void __launch_bounds__(128) gdn_recurrent_k##KD(GdnP p) { gdn_recurrent_impl<KD>(p); }
+// Blocks of 128 threads, and of 32 (gdn_recurrent_k<KD>_w: a quarter of the
+// rows each, four times the blocks, for prefills, whose tokens follow one
+// another in each block: more blocks an SM hide each other's latency).
+#define GDN_KERNEL(KD)                                                                                                 \
+  extern "C" __global__ void __launch_bounds__(128) gdn_recurrent_k##KD(GdnP p) { gdn_recurrent_impl<KD, 128>(p); } \
+  extern "C" __global__ void __launch_bounds__(32) gdn_recurrent_k##KD##_w(GdnP p) { gdn_recurrent_impl<KD, 32>(p); }
 GDN_KERNEL(8)
 GDN_KERNEL(16)
 GDN_KERNEL(32)

@@ -44,7 +44,7 @@ type kernelSet struct {
 	sample                                *kernel // nil unless sampling on the device is on (sample.go)
 	// kernels/recurrent.cu: the hybrid models' operators (recurrent.go).
 	conv, convState, rmsGated, mulSig, sliceCols *kernel
-	gdn                                          map[int]*kernel // gdn_recurrent_k<KD>, by key head dim
+	gdn, gdnNarrow                               map[int]*kernel // gdn_recurrent_k<KD> (128 threads) and _w (32), by key head dim
 }
 
 // attnKernels are compiled per (head dim, group size).
@@ -221,16 +221,17 @@ func (b *Backend) loadKernels() error {
 	}
 	rc := map[string]**kernel{"conv1d_silu": &k.conv, "conv1d_state": &k.convState, "rmsnorm_gated": &k.rmsGated,
 		"mul_sigmoid": &k.mulSig, "slice_cols": &k.sliceCols}
-	k.gdn = map[int]*kernel{}
-	gdn := make([]*kernel, len(gdnKeyDims))
+	k.gdn, k.gdnNarrow = map[int]*kernel{}, map[int]*kernel{}
+	gdn := make([]*kernel, 2*len(gdnKeyDims))
 	for i, kd := range gdnKeyDims {
-		rc[fmt.Sprintf("gdn_recurrent_k%d", kd)] = &gdn[i]
+		rc[fmt.Sprintf("gdn_recurrent_k%d", kd)] = &gdn[2*i]
+		rc[fmt.Sprintf("gdn_recurrent_k%d_w", kd)] = &gdn[2*i+1]
 	}
 	if err := b.load("recurrent.cu", nil, rc); err != nil {
 		return err
 	}
 	for i, kd := range gdnKeyDims {
-		k.gdn[kd] = gdn[i]
+		k.gdn[kd], k.gdnNarrow[kd] = gdn[2*i], gdn[2*i+1]
 	}
 	if err := b.load("elementwise.cu", nil, ew); err != nil {
 		return err

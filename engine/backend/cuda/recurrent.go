@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"fmt"
+	"math"
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -69,6 +71,15 @@ func (b *Backend) runs(ab *backend.AttnBatch, T int) (driver.DevPtr, int) {
 	return p, n
 }
 
+// longestRun is the most tokens of one run in a run table of n runs.
+func longestRun(table []int32, n int) int {
+	m := 0
+	for r := 0; r < n; r++ {
+		m = max(m, int(table[4*r+1]-table[4*r]))
+	}
+	return m
+}
+
 // checkSlots panics unless every run's slot has rows in a state pool of
 // rows per slot.
 func checkSlots(op string, ab *backend.AttnBatch, T, rows, per int) {
@@ -114,14 +125,26 @@ func (b *Backend) CheckGDN(s backend.GDNSpec) error {
 	return nil
 }
 
-// gdnRowsPerBlock mirrors GdnShape<KD>::RB in kernels/recurrent.cu.
-func gdnRowsPerBlock(kd int) int {
+// gdnRowsPerBlock mirrors GdnShape<KD, NT>::RB in kernels/recurrent.cu.
+func gdnRowsPerBlock(kd, nt int) int {
 	tpr := 1
 	if kd > 32 {
 		tpr = kd / 32
 	}
-	return 128 / tpr
+	return nt / tpr
 }
+
+// gdnNarrowFrom is the longest run from which the delta rule takes blocks of
+// 32 threads (INFERNIX_CUDA_GDN_THREADS=32 or 128 forces one size).
+var gdnNarrowFrom = func() int {
+	switch os.Getenv("INFERNIX_CUDA_GDN_THREADS") {
+	case "32":
+		return 1
+	case "128":
+		return math.MaxInt
+	}
+	return 17
+}()
 
 func (b *Backend) GatedDeltaRule(out, qkv, a, bt, aLog, dtBias, state backend.Tensor, ab *backend.AttnBatch, s backend.GDNSpec) {
 	o, x, aa, bb, st := f32t(out, "GatedDeltaRule"), f32t(qkv, "GatedDeltaRule"), f32t(a, "GatedDeltaRule"), f32t(bt, "GatedDeltaRule"), f32t(state, "GatedDeltaRule")
@@ -143,9 +166,14 @@ func (b *Backend) GatedDeltaRule(out, qkv, a, bt, aLog, dtBias, state backend.Te
 	}
 	alp, dtp := b.f32Weight(al), b.f32Weight(dt)
 	runs, nr := b.runs(ab, T)
-	rb := (s.VDim + gdnRowsPerBlock(s.KDim) - 1) / gdnRowsPerBlock(s.KDim)
+	nt := 128
+	if longestRun(b.runsHost, nr) >= gdnNarrowFrom {
+		k, nt = b.k.gdnNarrow[s.KDim], 32
+	}
+	rpb := gdnRowsPerBlock(s.KDim, nt)
+	rb := (s.VDim + rpb - 1) / rpb
 	pair := func(lo, hi int) uint64 { return uint64(uint32(lo)) | uint64(uint32(hi))<<32 }
-	b.launch(k, uint32(nr*s.VHeads*rb), 1, 1, 128, 1, 0, ptr(o.ptr), ptr(x.ptr), ptr(aa.ptr), ptr(bb.ptr), ptr(alp), ptr(dtp),
+	b.launch(k, uint32(nr*s.VHeads*rb), 1, 1, uint32(nt), 1, 0, ptr(o.ptr), ptr(x.ptr), ptr(aa.ptr), ptr(bb.ptr), ptr(alp), ptr(dtp),
 		ptr(st.ptr), ptr(runs), pair(nr, s.KHeads), pair(s.VHeads, s.VDim))
 }
 

@@ -131,36 +131,40 @@ func TestRecurrentEmulated(t *testing.T) {
 	needEmuLayout(t)
 	bin := emuBinary(t, "recurrent", "testdata/emu/recurrent_main.cpp", "../../../kernels/recurrent.cu")
 	r := newRand(t)
-	for _, c := range recCases {
-		t.Run(c.name(), func(t *testing.T) {
-			in := c.inputs(r)
-			want := cpuRecurrent(t, c, in)
-			ab, T := c.batch()
-			table, nruns := runTable(nil, ab, T)
-			C := 2*c.KH*c.KD + c.VH*c.VD
-			var buf bytes.Buffer
-			binary.Write(&buf, binary.LittleEndian, []int32{int32(T), int32(C), int32(c.K), int32(c.KH), int32(c.VH), int32(c.KD), int32(c.VD),
-				int32(c.slots), int32(nruns), int32(len(table))})
-			binary.Write(&buf, binary.LittleEndian, table)
-			binary.Write(&buf, binary.LittleEndian, in.eps)
-			for _, v := range [][]float32{in.x, in.w, in.conv, in.a, in.b, in.aLog, in.dtBias, in.rec, in.normW, in.z, in.gate} {
-				binary.Write(&buf, binary.LittleEndian, v)
-			}
-			stdout, err := runEmu(bin, buf.Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			rd := func(n int) []float32 {
-				v := make([]float32, n)
-				if err := binary.Read(stdout, binary.LittleEndian, v); err != nil {
-					t.Fatal(err)
-				}
-				return v
-			}
-			vd := c.VH * c.VD
-			got := &recOutputs{conv: rd(T * C), convState: rd(len(in.conv)), core: rd(T * vd), rec: rd(len(in.rec)),
-				normed: rd(T * vd), sig: rd(T * vd), slice: rd(T * (C - 4))}
-			want.compare(t, got, 2e-6)
-		})
+	for _, nt := range []int{128, 32} {
+		for _, c := range recCases {
+			t.Run(fmt.Sprintf("%s_threads%d", c.name(), nt), func(t *testing.T) { emulateRecurrent(t, bin, r, c, nt) })
+		}
 	}
+}
+
+func emulateRecurrent(t *testing.T, bin string, r *rand.Rand, c recCase, nt int) {
+	in := c.inputs(r)
+	want := cpuRecurrent(t, c, in)
+	ab, T := c.batch()
+	table, nruns := runTable(nil, ab, T)
+	C := 2*c.KH*c.KD + c.VH*c.VD
+	var buf bytes.Buffer
+	binary.Write(&buf, binary.LittleEndian, []int32{int32(T), int32(C), int32(c.K), int32(c.KH), int32(c.VH), int32(c.KD), int32(c.VD),
+		int32(c.slots), int32(nruns), int32(len(table)), int32(nt)})
+	binary.Write(&buf, binary.LittleEndian, table)
+	binary.Write(&buf, binary.LittleEndian, in.eps)
+	for _, v := range [][]float32{in.x, in.w, in.conv, in.a, in.b, in.aLog, in.dtBias, in.rec, in.normW, in.z, in.gate} {
+		binary.Write(&buf, binary.LittleEndian, v)
+	}
+	stdout, err := runEmu(bin, buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := func(n int) []float32 {
+		v := make([]float32, n)
+		if err := binary.Read(stdout, binary.LittleEndian, v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	vd := c.VH * c.VD
+	got := &recOutputs{conv: rd(T * C), convState: rd(len(in.conv)), core: rd(T * vd), rec: rd(len(in.rec)),
+		normed: rd(T * vd), sig: rd(T * vd), slice: rd(T * (C - 4))}
+	want.compare(t, got, 2e-6)
 }

@@ -1,6 +1,9 @@
 package cuda
 
 import (
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
@@ -57,25 +60,12 @@ func gpuRecurrent(t *testing.T, b *Backend, c recCase, in *recInputs) *recOutput
 func TestRecurrentOps(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
-	for _, c := range recCases {
-		t.Run(c.name(), func(t *testing.T) {
-			in := c.inputs(r)
-			want := cpuRecurrent(t, c, in)
-			got := gpuRecurrent(t, b, c, in)
-			want.compare(t, got, 1e-5)
-
-			// The next token of every run, from the states just computed.
-			next := c
-			next.runs = nil
-			for _, run := range c.runs {
-				next.runs = append(next.runs, recRun{run.slot, run.pos + run.n, 1})
-			}
-			in2 := next.inputs(r)
-			in2.conv, in2.rec = want.convState, want.rec
-			want2 := cpuRecurrent(t, next, in2)
-			in2.conv, in2.rec = got.convState, got.rec
-			want2.compare(t, gpuRecurrent(t, b, next, in2), 1e-5)
-		})
+	defer func(v int) { gdnNarrowFrom = v }(gdnNarrowFrom)
+	for _, from := range []int{gdnNarrowFrom, 1} { // blocks of 128 threads for these short runs, then of 32
+		gdnNarrowFrom = from
+		for _, c := range recCases {
+			t.Run(fmt.Sprintf("%s_from%d", c.name(), from), func(t *testing.T) { gpuRecurrentCase(t, b, r, c) })
+		}
 	}
 	t.Run("shapes", func(t *testing.T) {
 		for _, c := range []struct {
@@ -109,6 +99,25 @@ func TestRecurrentOps(t *testing.T) {
 			}
 		}
 	})
+}
+
+// gpuRecurrentCase checks one recCase on the GPU against the CPU, then a
+// decode step of one token a run that continues from the states it left.
+func gpuRecurrentCase(t *testing.T, b *Backend, r *rand.Rand, c recCase) {
+	in := c.inputs(r)
+	want := cpuRecurrent(t, c, in)
+	got := gpuRecurrent(t, b, c, in)
+	want.compare(t, got, 1e-5)
+	next := c
+	next.runs = nil
+	for _, run := range c.runs {
+		next.runs = append(next.runs, recRun{run.slot, run.pos + run.n, 1})
+	}
+	in2 := next.inputs(r)
+	in2.conv, in2.rec = want.convState, want.rec
+	want2 := cpuRecurrent(t, next, in2)
+	in2.conv, in2.rec = got.convState, got.rec
+	want2.compare(t, gpuRecurrent(t, b, next, in2), 1e-5)
 }
 
 // TestRecurrentBench (INFERNIX_BENCH_GDN=1) times a Qwen3-Next linear
@@ -167,9 +176,16 @@ func TestRecurrentBench(t *testing.T) {
 			}
 			return median(ts[2:])
 		}
-		tc, tg := run(true, false), run(false, true)
-		t.Logf("recurrent bench %s: conv %.1f µs, delta rule %.1f µs (%.2f µs a token)", c.name,
-			float64(tc.Nanoseconds())/1e3, float64(tg.Nanoseconds())/1e3, float64(tg.Nanoseconds())/1e3/float64(c.per))
+		us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+		tc := run(true, false)
+		from := gdnNarrowFrom
+		gdnNarrowFrom = math.MaxInt
+		t128 := run(false, true)
+		gdnNarrowFrom = 1
+		t32 := run(false, true)
+		gdnNarrowFrom = from
+		t.Logf("recurrent bench %s: conv %.1f µs, delta rule %.1f µs in blocks of 128 threads (%.3f µs a token), %.1f µs in blocks of 32 (%.3f)",
+			c.name, us(tc), us(t128), us(t128)/float64(c.per), us(t32), us(t32)/float64(c.per))
 		for _, x := range []backend.Tensor{x, out, core, a, bt} {
 			b.Free(x)
 		}

@@ -1,8 +1,8 @@
 // Runs kernels/recurrent.cu's operators under the CPU emulation (emu.h,
 // prelude_emu.h) in a linear-attention layer's order, for
 // recurrent_emu_test.go.
-// stdin, int32 little-endian: T, C, K, KH, VH, KD, VD, slots, nruns, n and
-// the run table [n] (recurrent.go runTable); then f32: eps, x [T·C],
+// stdin, int32 little-endian: T, C, K, KH, VH, KD, VD, slots, nruns, n,
+// the delta rule's threads a block (128 or 32) and the run table [n] (recurrent.go runTable); then f32: eps, x [T·C],
 // w [C·K], conv state [slots·(K-1)·C], a [T·VH], b [T·VH], A_log [VH],
 // dt_bias [VH], recurrent state [slots·VH·VD·KD], norm weight [VD],
 // z [T·VH·VD], gate [T·VH·VD].
@@ -22,9 +22,10 @@ template <class T> std::vector<T> readv(size_t n) {
 template <class T> void writev(const std::vector<T>& v) { fwrite(v.data(), sizeof(T), v.size(), stdout); }
 
 int main() {
-  int hd[10];
+  int hd[11];
   readn(hd, sizeof hd);
   const int T = hd[0], C = hd[1], K = hd[2], KH = hd[3], VH = hd[4], KD = hd[5], VD = hd[6], slots = hd[7], nruns = hd[8], n = hd[9];
+  const int nt = hd[10];
   auto table = readv<int>(n);
   float eps;
   readn(&eps, 4);
@@ -47,15 +48,22 @@ int main() {
 
   std::vector<float> core((size_t)T * VH * VD, __uint_as_float(0x7fc00000u));
   GdnP p{core.data(), cout.data(), a.data(), b.data(), alog.data(), dtb.data(), rec.data(), tab, nruns, KH, VH, VD};
-  const int tpr = KD > 32 ? KD / 32 : 1, rb = (VD + 128 / tpr - 1) / (128 / tpr);
+  const int tpr = KD > 32 ? KD / 32 : 1, rb = (VD + nt / tpr - 1) / (nt / tpr);
   const unsigned grid = nruns * VH * rb;
+#define GDN_CASE(D)                                                              \
+  case D:                                                                        \
+    if (nt == 32)                                                                \
+      emu_launch(grid, 32, [&] { gdn_recurrent_k##D##_w(p); });                  \
+    else                                                                         \
+      emu_launch(grid, 128, [&] { gdn_recurrent_k##D(p); });                     \
+    break;
   switch (KD) {
-    case 8: emu_launch(grid, 128, [&] { gdn_recurrent_k8(p); }); break;
-    case 16: emu_launch(grid, 128, [&] { gdn_recurrent_k16(p); }); break;
-    case 32: emu_launch(grid, 128, [&] { gdn_recurrent_k32(p); }); break;
-    case 64: emu_launch(grid, 128, [&] { gdn_recurrent_k64(p); }); break;
-    case 128: emu_launch(grid, 128, [&] { gdn_recurrent_k128(p); }); break;
-    case 256: emu_launch(grid, 128, [&] { gdn_recurrent_k256(p); }); break;
+    GDN_CASE(8)
+    GDN_CASE(16)
+    GDN_CASE(32)
+    GDN_CASE(64)
+    GDN_CASE(128)
+    GDN_CASE(256)
     default: fprintf(stderr, "key head dim %d\n", KD); return 2;
   }
 
