@@ -309,14 +309,21 @@ func TestModelRandom(t *testing.T) {
 				// (bf16Inputs does not follow the MoE's f32 router and experts.)
 				cf = bf16Model(t, cfg, seed, b.kvDT)
 			}
-			r0, c0, _ := b.GraphStats()
-			checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2)
-			r1, c1, f1 := b.GraphStats()
-			t.Logf("graphs: %d captured, %d replays, %d fallbacks", c1-c0, r1-r0, f1)
-			if b.g.enabled && r1 == r0 {
-				t.Errorf("no decode step was replayed from a graph")
-			}
+			replayed(t, b, func() { checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2) })
 		})
+	}
+}
+
+// replayed runs f and fails t unless a decode step of it was replayed from
+// a captured graph (where graphs are on).
+func replayed(t *testing.T, b *Backend, f func()) {
+	t.Helper()
+	r0, c0, _ := b.GraphStats()
+	f()
+	r1, c1, f1 := b.GraphStats()
+	t.Logf("graphs: %d captured, %d replays, %d fallbacks", c1-c0, r1-r0, f1)
+	if b.g.enabled && r1 == r0 {
+		t.Errorf("no decode step was replayed from a graph")
 	}
 }
 

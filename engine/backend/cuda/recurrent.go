@@ -214,20 +214,33 @@ func (b *Backend) SliceCols(out, x backend.Tensor, groups, off, width int) {
 	b.launch(b.k.sliceCols, uint32(xx.rows), 1, 1, threads, 1, 0, ptr(o.ptr), ptr(xx.ptr), i32(xx.cols), i32(groups), i32(off), i32(width))
 }
 
-// ReadStateRows copies rows of a state pool to dst after the work queued so
-// far has finished (a snapshot for the prefix cache).
-func (b *Backend) ReadStateRows(t backend.Tensor, row int, dst []float32) {
-	tt := f32t(t, "ReadStateRows")
-	if row < 0 || row*tt.cols+len(dst) > tt.rows*tt.cols {
-		panic(fmt.Sprintf("cuda: ReadStateRows of %d values from row %d of %dx%d", len(dst), row, tt.rows, tt.cols))
+// stateRows checks that n values from row of t are inside it and returns
+// their device address once the work queued so far has finished; false
+// when the backend has failed. The caller then holds the OS thread
+// (unlock when true).
+func (b *Backend) stateRows(op string, t backend.Tensor, row, n int) (driver.DevPtr, bool) {
+	tt := f32t(t, op)
+	if row < 0 || row*tt.cols+n > tt.rows*tt.cols {
+		panic(fmt.Sprintf("cuda: %s of %d values at row %d of %dx%d", op, n, row, tt.rows, tt.cols))
 	}
 	b.sync()
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	n := 4 * len(dst)
 	if b.err != nil || n == 0 || !b.bind() {
+		runtime.UnlockOSThread()
+		return 0, false
+	}
+	return tt.ptr + driver.DevPtr(4*row*tt.cols), true
+}
+
+// ReadStateRows copies rows of a state pool to dst after the work queued so
+// far has finished (a snapshot for the prefix cache).
+func (b *Backend) ReadStateRows(t backend.Tensor, row int, dst []float32) {
+	src, ok := b.stateRows("ReadStateRows", t, row, len(dst))
+	if !ok {
 		return
 	}
+	defer runtime.UnlockOSThread()
+	n := 4 * len(dst)
 	if n > b.out.size {
 		b.needEager()
 		if err := b.out.ensure(b, n); err != nil {
@@ -235,7 +248,6 @@ func (b *Backend) ReadStateRows(t backend.Tensor, row int, dst []float32) {
 			return
 		}
 	}
-	src := tt.ptr + driver.DevPtr(4*row*tt.cols)
 	b.fail(b.drv.DtoHAsync(b.out.p, src, uint64(n), b.stream))
 	b.fail(b.drv.StreamSynchronize(b.stream))
 	if b.err == nil {
@@ -246,17 +258,11 @@ func (b *Backend) ReadStateRows(t backend.Tensor, row int, dst []float32) {
 // WriteStateRows overwrites rows of a state pool with src (a snapshot
 // restored); it returns when the copy is done.
 func (b *Backend) WriteStateRows(t backend.Tensor, row int, src []float32) {
-	tt := f32t(t, "WriteStateRows")
-	if row < 0 || row*tt.cols+len(src) > tt.rows*tt.cols {
-		panic(fmt.Sprintf("cuda: WriteStateRows of %d values at row %d of %dx%d", len(src), row, tt.rows, tt.cols))
-	}
-	b.sync()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if b.err != nil || len(src) == 0 || !b.bind() {
+	dst, ok := b.stateRows("WriteStateRows", t, row, len(src))
+	if !ok {
 		return
 	}
-	dst := tt.ptr + driver.DevPtr(4*row*tt.cols)
+	defer runtime.UnlockOSThread()
 	b.fail(b.upload(dst, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(src))), 4*len(src))))
 	runtime.KeepAlive(src)
 }
