@@ -129,6 +129,7 @@ type Backend struct {
 	attnCache          attnMeta
 	hostMeta, hostOffs []int32
 	runsCache          stagedRef // the forward's runs of sequences (recurrent.go)
+	recErr             error     // why kernels/recurrent.cu did not load (nil: it did)
 	runsHost           []int32
 
 	g graphState

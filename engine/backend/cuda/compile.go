@@ -227,11 +227,15 @@ func (b *Backend) loadKernels() error {
 		rc[fmt.Sprintf("gdn_recurrent_k%d", kd)] = &gdn[2*i]
 		rc[fmt.Sprintf("gdn_recurrent_k%d_w", kd)] = &gdn[2*i+1]
 	}
+	// Only the hybrid models need this module: if it does not load, they
+	// fail at load with the reason (CheckGDN) and the rest still runs.
 	if err := b.load("recurrent.cu", nil, rc); err != nil {
-		return err
-	}
-	for i, kd := range gdnKeyDims {
-		k.gdn[kd], k.gdnNarrow[kd] = gdn[2*i], gdn[2*i+1]
+		b.recErr = err
+		b.logf("cuda: %v; hybrid models (Qwen3-Next, Qwen3.5) will not load on this device", err)
+	} else {
+		for i, kd := range gdnKeyDims {
+			k.gdn[kd], k.gdnNarrow[kd] = gdn[2*i], gdn[2*i+1]
+		}
 	}
 	if err := b.load("elementwise.cu", nil, ew); err != nil {
 		return err

@@ -90,6 +90,15 @@ func checkSlots(op string, ab *backend.AttnBatch, T, rows, per int) {
 	}
 }
 
+// recReady fails the backend (once) when kernels/recurrent.cu did not load.
+func (b *Backend) recReady() bool {
+	if b.recErr != nil {
+		b.fail(fmt.Errorf("cuda: the hybrid models' kernels did not load: %w", b.recErr))
+		return false
+	}
+	return true
+}
+
 func (b *Backend) CausalConv1D(out, x, w, state backend.Tensor, ab *backend.AttnBatch) {
 	o, xx, ww, st := f32t(out, "CausalConv1D"), f32t(x, "CausalConv1D"), tensor(w), f32t(state, "CausalConv1D")
 	C, K, T := xx.cols, ww.cols, xx.rows
@@ -97,7 +106,7 @@ func (b *Backend) CausalConv1D(out, x, w, state backend.Tensor, ab *backend.Attn
 		panic(fmt.Sprintf("cuda: CausalConv1D out %dx%d x %dx%d w %dx%d state %dx%d (kernel ≤ 17)", o.rows, o.cols, xx.rows, xx.cols, ww.rows, ww.cols, st.rows, st.cols))
 	}
 	checkSlots("CausalConv1D", ab, T, st.rows, K-1)
-	if b.err != nil || T == 0 {
+	if b.err != nil || T == 0 || !b.recReady() {
 		return
 	}
 	wp := b.f32Weight(ww)
@@ -116,6 +125,9 @@ func (b *Backend) CausalConv1D(out, x, w, state backend.Tensor, ab *backend.Attn
 
 // CheckGDN says whether gdn_recurrent is compiled for s's key head dim.
 func (b *Backend) CheckGDN(s backend.GDNSpec) error {
+	if b.recErr != nil {
+		return fmt.Errorf("cuda: the linear-attention kernels did not load: %w", b.recErr)
+	}
 	if b.k.gdn[s.KDim] == nil {
 		return fmt.Errorf("cuda: linear-attention key head dim %d is not supported (one of %v)", s.KDim, gdnKeyDims)
 	}
@@ -183,7 +195,7 @@ func (b *Backend) RMSNormGated(out, x, z, w backend.Tensor, eps float32) {
 	if ww.rows*ww.cols != n || zz.cols != n || o.cols != n || zz.rows != xx.rows || o.rows != xx.rows {
 		panic(fmt.Sprintf("cuda: RMSNormGated x %dx%d z %dx%d w %dx%d", xx.rows, xx.cols, zz.rows, zz.cols, ww.rows, ww.cols))
 	}
-	if b.err != nil || xx.rows == 0 {
+	if b.err != nil || xx.rows == 0 || !b.recReady() {
 		return
 	}
 	wp := b.f32Weight(ww)
@@ -196,7 +208,7 @@ func (b *Backend) MulSigmoid(out, x, gate backend.Tensor) {
 	if g.rows*g.cols != n || o.rows*o.cols != n {
 		panic(fmt.Sprintf("cuda: MulSigmoid out %dx%d x %dx%d gate %dx%d", o.rows, o.cols, xx.rows, xx.cols, g.rows, g.cols))
 	}
-	if b.err != nil || n == 0 {
+	if b.err != nil || n == 0 || !b.recReady() {
 		return
 	}
 	b.launch(b.k.mulSig, gridFor(n), 1, 1, 256, 1, 0, ptr(o.ptr), ptr(xx.ptr), ptr(g.ptr), uint64(n))
@@ -207,7 +219,7 @@ func (b *Backend) SliceCols(out, x backend.Tensor, groups, off, width int) {
 	if groups <= 0 || xx.cols%groups != 0 || off < 0 || width < 0 || off+width > xx.cols/groups || o.cols != groups*width || o.rows != xx.rows {
 		panic(fmt.Sprintf("cuda: SliceCols x %dx%d out %dx%d groups %d off %d width %d", xx.rows, xx.cols, o.rows, o.cols, groups, off, width))
 	}
-	if b.err != nil || xx.rows == 0 || width == 0 {
+	if b.err != nil || xx.rows == 0 || width == 0 || !b.recReady() {
 		return
 	}
 	threads := uint32(min(256, (groups*width+31)&^31))
