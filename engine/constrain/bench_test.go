@@ -31,13 +31,14 @@ func qwenVocab(b *testing.B) *Vocab {
 // BenchmarkMaskUncached is one vocabulary walk of Qwen3's 151k tokens per
 // op, in the costliest state (inside a string, where nearly every token is
 // allowed), at an object's key, inside a string with a pattern (its DFA
-// built once, then reused) and inside a bounded integer.
+// built once, then reused) and inside a bounded integer and number.
 func BenchmarkMaskUncached(b *testing.B) {
 	v := qwenVocab(b)
 	for _, c := range []struct{ name, prefix string }{{"in_string", `{"name": "x`}, {"at_key", `{"name": "x", `},
-		{"in_pattern_string", `{"name": "x", "age": 3, "code": "A`}, {"in_bounded_integer", `{"name": "x", "age": 1`}} {
+		{"in_pattern_string", `{"name": "x", "age": 3, "code": "A`}, {"in_bounded_integer", `{"name": "x", "age": 1`},
+		{"in_bounded_number", `{"name": "x", "age": 3, "code": "A", "p": 0.2`}} {
 		b.Run(c.name, func(b *testing.B) {
-			g, err := Compile([]byte(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":150},"code":{"type":"string","pattern":"^[A-Z][a-z0-9 ]*$"}}}`))
+			g, err := Compile([]byte(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":150},"code":{"type":"string","pattern":"^[A-Z][a-z0-9 ]*$"},"p":{"type":"number","minimum":0,"maximum":0.25}}}`))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -3,8 +3,11 @@ package constrain
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -70,10 +73,10 @@ func TestIntegerBounds(t *testing.T) {
 	if _, err := Compile([]byte(`{"type":"integer","minimum":3,"maximum":2}`)); err == nil {
 		t.Fatal("empty bounds compiled")
 	}
-	if _, err := Compile([]byte(`{"type":"number","minimum":3}`)); err == nil {
-		t.Fatal("bounds on a number compiled (not enforced there)")
+	if _, err := Compile([]byte(`{"minimum":3}`)); err == nil {
+		t.Fatal("bounds without a type compiled (not enforced there)")
 	}
-	if _, err := CompileLoose([]byte(`{"type":"number","minimum":3}`)); err != nil {
+	if _, err := CompileLoose([]byte(`{"minimum":3}`)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -95,3 +98,240 @@ func completable(t *testing.T, g *Grammar, p string, extra int) bool {
 	}
 	return false
 }
+
+// TestNumberBounds checks bounded numbers (fractions allowed) against
+// math/big on random decimals near and across the bounds, that exponents
+// are refused, and that every prefix taken has a completion within the
+// bounds.
+func TestNumberBounds(t *testing.T) {
+	cases := []struct {
+		schema     string
+		lo, hi     string // "" = none
+		loEx, hiEx bool
+	}{
+		{`{"type":"number","minimum":0,"maximum":1}`, "0", "1", false, false},
+		{`{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1}`, "0", "1", true, true},
+		{`{"type":"number","minimum":-2.5,"maximum":-0.125}`, "-2.5", "-0.125", false, false},
+		{`{"type":"number","minimum":0.3,"maximum":0.30001}`, "0.3", "0.30001", false, false},
+		{`{"type":"number","minimum":1e2}`, "100", "", false, false},
+		{`{"type":"number","exclusiveMaximum":-7.25}`, "", "-7.25", false, true},
+		{`{"type":"number","minimum":5,"exclusiveMinimum":true,"maximum":5.5}`, "5", "5.5", true, false},
+		{`{"type":["number","null"],"minimum":12.5,"maximum":12.5}`, "12.5", "12.5", false, false},
+		{`{"type":"number","minimum":-1000,"maximum":1000}`, "-1000", "1000", false, false},
+	}
+	rat := func(s string) *big.Rat {
+		r, ok := new(big.Rat).SetString(s)
+		if !ok {
+			t.Fatalf("bad number %q", s)
+		}
+		return r
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	randDec := func() string {
+		var b strings.Builder
+		if r.IntN(2) == 0 {
+			b.WriteByte('-')
+		}
+		switch r.IntN(3) {
+		case 0:
+			b.WriteString("0")
+		case 1:
+			b.WriteString(strconv.Itoa(1 + r.IntN(20)))
+		default:
+			b.WriteString(strconv.Itoa(1 + r.IntN(3000)))
+		}
+		if r.IntN(2) == 0 {
+			b.WriteByte('.')
+			for i := 0; i < 1+r.IntN(6); i++ {
+				b.WriteByte(byte('0' + r.IntN(10)))
+			}
+		}
+		return b.String()
+	}
+	for _, c := range cases {
+		g := mustCompile(t, c.schema)
+		within := func(doc string) bool {
+			v := rat(doc)
+			if c.lo != "" {
+				if k := v.Cmp(rat(c.lo)); k < 0 || k == 0 && c.loEx {
+					return false
+				}
+			}
+			if c.hi != "" {
+				if k := v.Cmp(rat(c.hi)); k > 0 || k == 0 && c.hiEx {
+					return false
+				}
+			}
+			return true
+		}
+		hits := 0
+		for i := 0; i < 4000; i++ {
+			doc := randDec()
+			if i%3 == 0 && c.lo != "" { // near the bounds
+				doc = c.lo + []string{"", "0", "1", "00001", "9"}[r.IntN(5)]
+				if !strings.Contains(c.lo, ".") && r.IntN(2) == 0 {
+					doc = c.lo + ".0" + strconv.Itoa(r.IntN(10))
+				}
+			}
+			want := plainNumber.MatchString(doc) && within(doc)
+			at, done := feed(t, g, doc)
+			if got := at < 0 && done; got != want {
+				t.Fatalf("%s: %q accepted %v (failed at %d), want %v", c.schema, doc, got, at, want)
+			}
+			if want {
+				hits++
+			}
+		}
+		if hits == 0 {
+			t.Fatalf("%s: no number in range was tried", c.schema)
+		}
+		for _, doc := range []string{"1e1", "0.5e0", "1E2", "-1e-1"} {
+			if at, _ := feed(t, g, doc); at < 0 {
+				t.Fatalf("%s: %q (an exponent) taken", c.schema, doc)
+			}
+		}
+		// Every prefix taken is completable.
+		for i := 0; i < 1500; i++ {
+			p := randDec()
+			p = p[:1+r.IntN(len(p))]
+			if at, _ := feed(t, g, p); at >= 0 {
+				continue
+			}
+			if !completableDec(t, g, p, 6) {
+				t.Fatalf("%s: the prefix %q was taken but has no completion within the bounds", c.schema, p)
+			}
+		}
+	}
+}
+
+// plainNumber is a JSON number without an exponent.
+var plainNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?$`)
+
+// completableDec reports whether p, or p and up to extra more digits or a
+// point (or a sign, first), is a complete document of g.
+func completableDec(t *testing.T, g *Grammar, p string, extra int) bool {
+	if at, done := feed(t, g, p); at < 0 && done {
+		return true
+	}
+	if extra == 0 {
+		return false
+	}
+	next := "0123456789."
+	if p == "" {
+		next += "-"
+	}
+	for _, b := range next {
+		q := p + string(b)
+		if at, _ := feed(t, g, q); at < 0 && completableDec(t, g, q, extra-1) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCmpDec(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for i := 0; i < 20000; i++ {
+		a := dec{r.Int64N(2000000) - 1000000, r.IntN(50) - 25}
+		b := dec{r.Int64N(2000000) - 1000000, r.IntN(50) - 25}
+		if i%4 == 0 {
+			b = dec{a.m * 10, a.x - 1} // equal values, other forms
+		}
+		ra := new(big.Rat).Mul(big.NewRat(a.m, 1), pow10Rat(a.x))
+		rb := new(big.Rat).Mul(big.NewRat(b.m, 1), pow10Rat(b.x))
+		if got, want := cmpDec(a, b), ra.Cmp(rb); got != want {
+			t.Fatalf("cmpDec(%v, %v) = %d, want %d", a, b, got, want)
+		}
+	}
+	for _, s := range []string{"0", "-0.0", "12.50", "1e-3", "-7.25E+2", "100", "0.000123"} {
+		d, err := parseDec(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := new(big.Rat).SetString(s)
+		got := new(big.Rat).Mul(big.NewRat(d.m, 1), pow10Rat(d.x))
+		if got.Cmp(want) != 0 {
+			t.Fatalf("parseDec(%q) = %v", s, d)
+		}
+	}
+}
+
+func pow10Rat(x int) *big.Rat {
+	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(x))), nil)
+	if x < 0 {
+		return new(big.Rat).SetFrac(big.NewInt(1), p)
+	}
+	return new(big.Rat).SetInt(p)
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// FuzzNumberBounds: a bounded number takes exactly the plain decimals
+// within its bounds (big.Rat the oracle), and every prefix it takes can
+// still be completed.
+func FuzzNumberBounds(f *testing.F) {
+	for _, s := range [][3]string{{"0", "1", "0.5"}, {"-2.5", "-0.125", "-0.13"}, {"1e2", "", "100.0"}, {"", "-7.25", "-7.2500001"}, {"0.3", "0.30001", "0.300001"}} {
+		f.Add(s[0], s[1], s[2], false)
+	}
+	f.Fuzz(func(t *testing.T, lo, hi, doc string, excl bool) {
+		if lo == "" && hi == "" || strings.ContainsAny(doc, " \t\n\r") {
+			return // unbounded: exponents allowed; whitespace around the root (both checkAgainstStd's)
+		}
+		schema := `{"type":"number"`
+		for _, b := range []struct{ key, v string }{{"minimum", lo}, {"maximum", hi}} {
+			if b.v == "" {
+				continue
+			}
+			if _, ok := new(big.Rat).SetString(b.v); !ok || !jsonNumber.MatchString(b.v) || len(b.v) > 16 {
+				return // (long bounds can leave no room for digits between them: not checked)
+			}
+			key := b.key
+			if excl {
+				key = "exclusive" + strings.ToUpper(key[:1]) + key[1:]
+			}
+			schema += `,"` + key + `":` + b.v
+		}
+		g, err := Compile([]byte(schema + "}"))
+		if err != nil {
+			return // empty bounds, or too many digits
+		}
+		if digits := strings.TrimLeft(strings.NewReplacer("-", "", ".", "").Replace(doc), "0"); len(digits) > maxDecDigits || len(doc) > maxNumberLen {
+			return // beyond a bounded number's digits, or any number's length
+		}
+		want := plainNumber.MatchString(doc)
+		if want {
+			v, _ := new(big.Rat).SetString(doc)
+			for i, b := range []string{lo, hi} {
+				if b == "" {
+					continue
+				}
+				r, _ := new(big.Rat).SetString(b)
+				k := v.Cmp(r)
+				if i == 1 {
+					k = -k
+				}
+				if k < 0 || k == 0 && excl {
+					want = false
+				}
+			}
+		}
+		at, done := feed(t, g, doc)
+		if got := at < 0 && done; got != want {
+			t.Fatalf("%s: %q accepted %v (failed at %d), want %v", schema, doc, got, at, want)
+		}
+		if at < 0 && numberPrefix.MatchString(doc) && len(doc) < 20 && !completableDec(t, g, doc, 20) {
+			t.Fatalf("%s: the prefix %q was taken but has no completion within the bounds", schema, doc)
+		}
+	})
+}
+
+// numberPrefix is what a plain number may start with.
+var numberPrefix = regexp.MustCompile(`^-?([0-9]+(\.[0-9]*)?)?$`)
+
+// jsonNumber is a JSON number.
+var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)

@@ -237,8 +237,11 @@ func TestCompileErrors(t *testing.T) {
 		{`{"type":"string","pattern":"(a"}`, "/pattern"},
 		{`{"type":"string","minLength":3,"maxLength":2}`, "/maxLength"},
 		{`{"type":"string","maxLength":-1}`, "/maxLength"},
-		{`{"type":"number","maximum":3}`, "/maximum"},
-		{`{"type":"object","properties":{"a":{"type":"number","minimum":3}}}`, "/properties/a/minimum"},
+		{`{"maximum":3}`, "/maximum"},
+		{`{"type":"object","properties":{"a":{"minimum":3}}}`, "/properties/a/minimum"},
+		{`{"type":"number","minimum":3,"maximum":2.5}`, ""},
+		{`{"type":"number","minimum":1.0000000000000000001}`, "/minimum"},
+		{`{"type":"number","exclusiveMinimum":2,"maximum":2}`, ""},
 		{`{"minimum":3}`, "/minimum"},
 		{`{"type":"integer","multipleOf":3}`, "/multipleOf"},
 		{`{"type":"object","properties":{"a/b":{"type":"strin"}}}`, "/properties/a~1b/type"},
@@ -281,7 +284,8 @@ func TestMaskMatchesFeed(t *testing.T) {
 	schemas := []string{`{}`, `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tags":{"type":"array","items":{"enum":["a","ab",1,12]}},"boss":{"$ref":"#"}},"required":["name"]}`,
 		`{"type":"array","items":{"type":"string","pattern":"^(a|é)[ab1\\n]*$","minLength":2,"maxLength":6}}`,
 		`{"type":"object","additionalProperties":{"type":"string","pattern":"1{2}","maxLength":4}}`,
-		`{"type":"array","items":{"type":"string","minLength":3,"maxLength":5}}`, `{"type":"array","items":{"type":"string","minLength":3}}`}
+		`{"type":"array","items":{"type":"string","minLength":3,"maxLength":5}}`, `{"type":"array","items":{"type":"string","minLength":3}}`,
+		`{"type":"array","items":{"type":"number","minimum":-1.5,"exclusiveMaximum":12.25}}`, `{"type":"array","items":{"type":"integer","minimum":-3,"maximum":40}}`}
 	toks, v := testVocab()
 	tools, err := ToolCall([]Tool{{Name: "name", Parameters: []byte(schemas[1])}, {Name: "ab"}})
 	if err != nil {

@@ -51,16 +51,17 @@
 //     which no match can follow; "format" date, time, date-time, duration,
 //     email, hostname, ipv4, ipv6 and uuid as patterns (other formats are
 //     annotations); a constrained string takes no surrogate \u escapes;
-//   - integers' "minimum", "maximum", "exclusiveMinimum" and
+//   - integers' and numbers' "minimum", "maximum", "exclusiveMinimum" and
 //     "exclusiveMaximum" (numbers, or draft 4's booleans): a digit is
-//     allowed only if some integer within the bounds starts with the
-//     digits so far; bounds on numbers that may have fractions are not
-//     enforced;
+//     allowed only if some value within the bounds starts with the digits
+//     so far; a bounded number is written without an exponent and compared
+//     exactly as a decimal of up to 18 significant digits (decimal.go);
+//     bounds on a schema without a "type" are not enforced;
 //   - annotations ("title", "description", "default", "examples",
 //     "$schema", "$id", "$comment", "strict", "format", "deprecated",
 //     "readOnly", "writeOnly") are ignored; any other keyword is refused
 //     with its path by Compile, since output that silently ignores a
 //     constraint is worse than a clear error; CompileLoose ignores the
-//     keywords that only narrow values (a number's bounds, multipleOf,
-//     uniqueItems, …) for schemas not written for constrained decoding.
+//     keywords that only narrow values (multipleOf, uniqueItems, …) for
+//     schemas not written for constrained decoding.
 package constrain

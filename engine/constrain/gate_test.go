@@ -14,10 +14,10 @@ func TestCompileLoose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The bounds on a number (not an integer) and on items are not
-	// enforced; the structure and the string's pattern and length are.
-	checkDocs(t, "loose", g, []string{`{"n":1}`, `{"n":9,"s":"abc","l":[1,1]}`},
-		[]string{`{"s":"a"}`, `{"n":"3"}`, `{"n":1,"l":["x"]}`, `{"n":1,"x":2}`, `{"n":1,"s":"b"}`, `{"n":1,"s":"a"}`})
+	// uniqueItems and multipleOf are not enforced; the structure, the
+	// number's bounds and the string's pattern and length are.
+	checkDocs(t, "loose", g, []string{`{"n":3}`, `{"n":4.5,"s":"abc","l":[1,1]}`, `{"n":5,"l":[3]}`},
+		[]string{`{"s":"a"}`, `{"n":"3"}`, `{"n":3,"l":["x"]}`, `{"n":3,"x":2}`, `{"n":3,"s":"b"}`, `{"n":3,"s":"a"}`, `{"n":1}`, `{"n":5.01}`})
 	// Keywords that change the structure are still refused.
 	for _, s := range []string{`{"type":"array","prefixItems":[{}]}`, `{"if":{},"then":{}}`, `{"allOf":[{},{}]}`} {
 		if _, err := CompileLoose([]byte(s)); err == nil {
@@ -193,7 +193,7 @@ func TestToolCall(t *testing.T) {
 	ok := []string{
 		`{"name": "get_weather", "arguments": {"city": "Paris"}}`,
 		`{"name":"get_weather","arguments":{"city":"Paris","unit":"f"}}`,
-		`{"name": "ls", "arguments": {"path": "/rel", "n": 0}}`,
+		`{"name": "ls", "arguments": {"path": "/rel", "n": 1.5}}`,
 		`{"name": "tree", "arguments": {"kids": [{"kids": []}]}}`,
 		`{"name": "odd", "arguments": {"anything": [1]}}`,
 		`{"name": "none", "arguments": {}}`,
@@ -212,6 +212,7 @@ func TestToolCall(t *testing.T) {
 		`{"name": "odd", "arguments": []}`,
 		`{"name": "ls", "arguments": {"path": 3}}`,
 		`{"name": "ls", "arguments": {"path": "rel"}}`,
+		`{"name": "ls", "arguments": {"path": "/rel", "n": 0.5}}`, // the bound holds though the tool is not strict
 	}
 	checkDocs(t, "tool calls", g, ok, bad)
 	// Node ids are unique across the tools (the mask cache keys on them).
@@ -241,10 +242,10 @@ func TestToolCall(t *testing.T) {
 	}
 
 	// A strict tool whose schema cannot be enforced is an error naming it.
-	_, err = ToolCall([]Tool{{Name: "a"}, {Name: "b", Parameters: []byte(`{"type":"number","minimum":1}`), Strict: true}})
+	_, err = ToolCall([]Tool{{Name: "a"}, {Name: "b", Parameters: []byte(`{"type":"number","multipleOf":1}`), Strict: true}})
 	te, isTool := err.(*ToolError)
-	if !isTool || te.Index != 1 || te.Err.Path != "/minimum" {
-		t.Fatalf("strict tool with a minimum: %v", err)
+	if !isTool || te.Index != 1 || te.Err.Path != "/multipleOf" {
+		t.Fatalf("strict tool with a multipleOf: %v", err)
 	}
 	// More tools than one union takes.
 	var many []Tool

@@ -108,11 +108,13 @@ type lexer struct {
 	cnt  uint32
 	code rune
 	rx   *rxState
-	// A bounded integer (num: its node): the digits' value so far, and its
+	// A bounded number (num: its node): the digits' value so far (all of
+	// them, the fraction's too: frac of them follow the point), and its
 	// sign.
-	num *node
-	val int64
-	neg bool
+	num  *node
+	val  int64
+	neg  bool
+	frac uint8
 }
 
 type frame struct {
@@ -164,11 +166,23 @@ func (l *lexer) numDone() bool {
 	if l.num == nil {
 		return true
 	}
+	if l.num.kind == kNumber {
+		return l.decDone()
+	}
 	v := l.val
 	if l.neg {
 		v = -v
 	}
 	return v >= l.num.lo && v <= l.num.hi
+}
+
+// feasible reports whether some number that starts with what the lexer has
+// read lies within its node's bounds.
+func (l *lexer) feasible() bool {
+	if l.num.kind == kNumber {
+		return l.decFeasible()
+	}
+	return l.intFeasible()
 }
 
 // intFeasible reports whether some integer that starts with the digits so
@@ -437,7 +451,7 @@ func (l *lexer) numberByte(b byte) bool {
 		case digit && l.sub == numInt:
 		case b == '.' && !l.integer:
 			next = numDot
-		case (b == 'e' || b == 'E') && !l.integer:
+		case (b == 'e' || b == 'E') && !l.integer && l.num == nil: // a bounded number has no exponent
 			next = numE
 		default:
 			return false
@@ -446,7 +460,7 @@ func (l *lexer) numberByte(b byte) bool {
 		switch {
 		case digit:
 			next = numFrac
-		case (b == 'e' || b == 'E') && l.sub == numFrac:
+		case (b == 'e' || b == 'E') && l.sub == numFrac && l.num == nil:
 			next = numE
 		default:
 			return false
@@ -472,11 +486,14 @@ func (l *lexer) numberByte(b byte) bool {
 		if digit {
 			d := int64(b - '0')
 			if l.val > (math.MaxInt64-d)/10 {
-				return false // beyond every int64 bound
+				return false // beyond every int64 bound (a number's mantissa: its digits)
 			}
 			l.val = l.val*10 + d
+			if next == numFrac {
+				l.frac++
+			}
 		}
-		return l.intFeasible()
+		return l.feasible()
 	}
 	return true
 }
@@ -777,7 +794,7 @@ func beginValue(c config, n *node, b byte, out []config, depth int) []config {
 			if b != '-' {
 				c.lex.val = int64(b - '0')
 			}
-			if !c.lex.intFeasible() {
+			if !c.lex.feasible() {
 				return out
 			}
 		}

@@ -59,9 +59,10 @@ type node struct {
 	// raw: a root kLiteral (or a union of them) of raw text, not JSON
 	// (CompileChoice): no whitespace around it.
 	raw bool
-	// kInteger with bounds: lo ≤ value ≤ hi.
+	// kInteger with bounds: lo ≤ value ≤ hi; kNumber with bounds: nb.
 	bounded bool
 	lo, hi  int64
+	nb      *numBounds
 	// trail: at the root, how many whitespace bytes may follow the
 	// document (0 unless the grammar says otherwise).
 	trail uint8
@@ -288,10 +289,10 @@ func (c *compiler) compile(v value, path string) (*node, error) {
 		case "type", "enum", "const", "anyOf", "oneOf", "allOf", "properties", "required", "additionalProperties",
 			"items", "minItems", "maxItems", "nullable", "minLength", "maxLength", "pattern":
 		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
-			// Enforced on integers; a number or an untyped value with bounds
-			// is not (a loose compile ignores them).
-			if !integerOnly(v) && !c.loose {
-				return nil, &SchemaError{path + "/" + m.key, "not supported by constrained decoding (bounds apply to integers only)"}
+			// Enforced on integers and numbers; an untyped value's are not
+			// (a loose compile ignores them).
+			if _, typed := v.get("type"); !typed && !c.loose {
+				return nil, &SchemaError{path + "/" + m.key, "not supported by constrained decoding without a \"type\" (bounds are enforced on integers and numbers)"}
 			}
 		default:
 			if !ignored[m.key] && !(c.loose && narrowing[m.key]) {
@@ -415,7 +416,7 @@ func (c *compiler) typed(t string, v value, path string) (*node, error) {
 	case "string":
 		return c.stringNode(v, path)
 	case "number":
-		return c.newNode(kNumber), nil
+		return c.numberNode(v, path)
 	case "integer":
 		return c.integerNode(v, path)
 	case "boolean":
@@ -449,28 +450,6 @@ var formatPatterns = map[string]string{
 	"uuid":      `^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$`,
 }
 
-// integerOnly reports whether v's numbers can only be integers: its type
-// is "integer", or a list with "integer" and without "number".
-func integerOnly(v value) bool {
-	t, ok := v.get("type")
-	switch {
-	case !ok:
-		return false
-	case t.kind == 's':
-		return t.str == "integer"
-	case t.kind == 'a':
-		hasInt := false
-		for _, x := range t.arr {
-			if x.str == "number" {
-				return false
-			}
-			hasInt = hasInt || x.str == "integer"
-		}
-		return hasInt
-	}
-	return false
-}
-
 // integerNode is an integer with its bounds (minimum, maximum, and the
 // exclusive ones, as numbers or, in draft 4, as booleans). A bounded
 // integer's magnitude is at most 2⁶³−1.
@@ -500,14 +479,7 @@ func (c *compiler) integerNode(v value, path string) (*node, error) {
 		}
 		return int64(math.Floor(f)), integral, true, nil
 	}
-	draft4 := func(key string) bool {
-		x, ok := v.get(key)
-		return ok && x.kind == 'b' && x.b
-	}
-	for _, b := range []struct {
-		key       string
-		low, excl bool
-	}{{"minimum", true, false}, {"maximum", false, false}, {"exclusiveMinimum", true, true}, {"exclusiveMaximum", false, true}} {
+	for _, b := range boundKeys {
 		x, integral, ok, err := bound(b.key, b.low)
 		if err != nil {
 			return nil, err
@@ -515,7 +487,7 @@ func (c *compiler) integerNode(v value, path string) (*node, error) {
 		if !ok {
 			continue
 		}
-		excl := b.excl || (b.key == "minimum" && draft4("exclusiveMinimum")) || (b.key == "maximum" && draft4("exclusiveMaximum"))
+		excl := b.exclusive(v)
 		if excl && integral { // a fractional bound's rounding already excludes it
 			if b.low {
 				x++
@@ -533,6 +505,67 @@ func (c *compiler) integerNode(v value, path string) (*node, error) {
 	if n.lo > n.hi {
 		return nil, &SchemaError{path, "no integer lies within the bounds"}
 	}
+	return n, nil
+}
+
+// boundKeys are the bound keywords: which side each bounds and whether it
+// excludes its value.
+var boundKeys = []boundKey{{"minimum", true, false}, {"maximum", false, false}, {"exclusiveMinimum", true, true}, {"exclusiveMaximum", false, true}}
+
+type boundKey struct {
+	key       string
+	low, excl bool
+}
+
+// exclusive reports whether the bound excludes its value in v: an
+// exclusive* keyword, or draft 4's minimum with exclusiveMinimum true (and
+// the same for maximum).
+func (b boundKey) exclusive(v value) bool {
+	draft4 := func(key string) bool {
+		x, ok := v.get(key)
+		return ok && x.kind == 'b' && x.b
+	}
+	return b.excl || (b.key == "minimum" && draft4("exclusiveMinimum")) || (b.key == "maximum" && draft4("exclusiveMaximum"))
+}
+
+// numberNode is a number, with its bounds when it has any (decimal.go): a
+// bounded number is written without an exponent.
+func (c *compiler) numberNode(v value, path string) (*node, error) {
+	n := c.newNode(kNumber)
+	nb := &numBounds{}
+	for _, b := range boundKeys {
+		r, ok := v.get(b.key)
+		if !ok || r.kind != 'n' {
+			if ok && r.kind != 'b' {
+				return nil, &SchemaError{path + "/" + b.key, "must be a number"}
+			}
+			continue
+		}
+		d, err := parseDec(string(r.num))
+		if err == nil && cmpDec(dec{abs64ToInt(d.m), d.x}, dec{1, maxDecDigits}) >= 0 {
+			err = fmt.Errorf("beyond ±10^%d, the most a bounded number is written to", maxDecDigits)
+		}
+		if err != nil {
+			return nil, &SchemaError{path + "/" + b.key, err.Error()}
+		}
+		excl := b.exclusive(v)
+		if b.low {
+			if c := cmpDec(d, nb.lo); !nb.hasLo || c > 0 || c == 0 && excl {
+				nb.lo, nb.loEx, nb.hasLo = d, excl, true
+			}
+		} else if c := cmpDec(d, nb.hi); !nb.hasHi || c < 0 || c == 0 && excl {
+			nb.hi, nb.hiEx, nb.hasHi = d, excl, true
+		}
+	}
+	if !nb.hasLo && !nb.hasHi {
+		return n, nil
+	}
+	if nb.hasLo && nb.hasHi {
+		if c := cmpDec(nb.lo, nb.hi); c > 0 || c == 0 && (nb.loEx || nb.hiEx) {
+			return nil, &SchemaError{path, "no number lies within the bounds"}
+		}
+	}
+	n.bounded, n.nb = true, nb
 	return n, nil
 }
 

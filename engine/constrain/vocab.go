@@ -242,6 +242,7 @@ func stateKey(dst []byte, s []config, depth int) []byte {
 			put(int64(l.num.id))
 			put(neg)
 			put(l.val)
+			put(int64(l.frac))
 		} else {
 			put(0)
 		}

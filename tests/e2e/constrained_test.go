@@ -164,8 +164,8 @@ func TestConstrainedErrors(t *testing.T) {
 			"json_schema": map[string]any{"name": "x", "schema": schema, "strict": true}}}
 	}
 	st, _, r := post(t, ts.URL+"/v1/chat/completions", chat(map[string]any{"type": "object", "properties": map[string]any{
-		"a": map[string]any{"type": "number", "minimum": 1}}}))
-	checkError(t, st, r, 400, "response_format.json_schema.schema", "/properties/a/minimum")
+		"a": map[string]any{"type": "number", "multipleOf": 1}}}))
+	checkError(t, st, r, 400, "response_format.json_schema.schema", "/properties/a/multipleOf")
 	st, _, r = post(t, ts.URL+"/v1/chat/completions", chat(map[string]any{"type": "string", "pattern": "(?=x)"}))
 	checkError(t, st, r, 400, "response_format.json_schema.schema", "/pattern")
 	st, _, r = post(t, ts.URL+"/v1/chat/completions", chat(map[string]any{"$ref": "#/$defs/nope"}))
@@ -173,7 +173,7 @@ func TestConstrainedErrors(t *testing.T) {
 	st, _, r = post(t, ts.URL+"/v1/chat/completions", chat("not a schema"))
 	checkError(t, st, r, 400, "response_format.json_schema.schema", "must be an object")
 	st, _, r = post(t, ts.URL+"/v1/responses", map[string]any{"input": "hi", "text": map[string]any{"format": map[string]any{
-		"type": "json_schema", "name": "x", "strict": true, "schema": map[string]any{"type": "number", "minimum": 1}}}})
+		"type": "json_schema", "name": "x", "strict": true, "schema": map[string]any{"minimum": 1}}}})
 	checkError(t, st, r, 400, "text.format.schema", "/minimum")
 	st, _, r = post(t, ts.URL+"/v1/chat/completions", map[string]any{"messages": userMsg("hi"), "response_format": map[string]any{
 		"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{}, "strict": "yes"}}})
@@ -225,9 +225,9 @@ func TestConstrainedGrammarHook(t *testing.T) {
 	}
 }
 
-// TestConstrainedPattern: a string's pattern and length bounds and an
-// integer's bounds are enforced on the real model; keywords the engine
-// cannot enforce (a number's maximum) are ignored unless the schema is
+// TestConstrainedPattern: a string's pattern and length bounds, an
+// integer's bounds and a number's are enforced on the real model; keywords
+// the engine cannot enforce (multipleOf) are ignored unless the schema is
 // strict, which makes them a 400.
 func TestConstrainedPattern(t *testing.T) {
 	ts := start(t, opts{model: demoModel(t, "demo", true)})
@@ -236,8 +236,9 @@ func TestConstrainedPattern(t *testing.T) {
 		{"code", map[string]any{"type": "string", "pattern": "^[A-Z]{3}$"}},
 		{"note", map[string]any{"type": "string", "minLength": 2, "maxLength": 8}},
 		{"n", map[string]any{"type": "integer", "minimum": 3, "maximum": 12}},
-		{"x", map[string]any{"type": "number", "maximum": 1}},
-	}, "required": []string{"code", "note", "n"}}
+		{"x", map[string]any{"type": "number", "minimum": -2.5, "exclusiveMaximum": 1}},
+		{"y", map[string]any{"type": "number", "multipleOf": 0.5}},
+	}, "required": []string{"code", "note", "n", "x"}}
 	ask := func(strict bool) (int, gjson.Result) {
 		st, _, r := post(t, ts.URL+"/v1/chat/completions", map[string]any{"messages": userMsg("What is the capital of Peru?"),
 			"max_tokens": 300, "temperature": 0, "chat_template_kwargs": map[string]any{"enable_thinking": false},
@@ -253,6 +254,7 @@ func TestConstrainedPattern(t *testing.T) {
 		Code string          `json:"code"`
 		Note string          `json:"note"`
 		N    json.RawMessage `json:"n"`
+		X    json.RawMessage `json:"x"`
 	}
 	if err := json.Unmarshal([]byte(content), &v); err != nil {
 		t.Fatalf("%q: %v", content, err)
@@ -266,9 +268,13 @@ func TestConstrainedPattern(t *testing.T) {
 	if n, err := strconv.Atoi(string(v.N)); err != nil || n < 3 || n > 12 {
 		t.Fatalf("%q: n %s is not an integer within 3…12", content, v.N)
 	}
-	// The number's maximum cannot be enforced: strict, that is a 400.
+	// A bounded number is written without an exponent.
+	if x, err := strconv.ParseFloat(string(v.X), 64); err != nil || x < -2.5 || x >= 1 || strings.ContainsAny(string(v.X), "eE") {
+		t.Fatalf("%q: x %s is not a plain number within [-2.5, 1)", content, v.X)
+	}
+	// multipleOf cannot be enforced: strict, that is a 400.
 	st, r = ask(true)
-	checkError(t, st, r, 400, "response_format.json_schema.schema", "/properties/x/maximum")
+	checkError(t, st, r, 400, "response_format.json_schema.schema", "/properties/y/multipleOf")
 }
 
 // TestGuidedOutputs: vLLM's guided_* and structured_outputs fields and
