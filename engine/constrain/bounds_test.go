@@ -16,17 +16,21 @@ import (
 // the bounds (so a model is never led into a number it cannot finish).
 func TestIntegerBounds(t *testing.T) {
 	cases := []struct {
-		schema string
-		lo, hi int64
+		schema       string
+		lo, hi, mult int64
 	}{
-		{`{"type":"integer","minimum":0,"maximum":100}`, 0, 100},
-		{`{"type":"integer","minimum":-50,"maximum":-3}`, -50, -3},
-		{`{"type":"integer","exclusiveMinimum":-1,"exclusiveMaximum":10}`, 0, 9},
-		{`{"type":"integer","minimum":1.5,"maximum":7.9}`, 2, 7},
-		{`{"type":"integer","minimum":5,"exclusiveMinimum":true,"maximum":9,"exclusiveMaximum":true}`, 6, 8},
-		{`{"type":"integer","minimum":120}`, 120, math.MaxInt64},
-		{`{"type":"integer","maximum":-7}`, math.MinInt64, -7},
-		{`{"type":["integer","null"],"minimum":10,"maximum":10}`, 10, 10},
+		{`{"type":"integer","minimum":0,"maximum":100}`, 0, 100, 0},
+		{`{"type":"integer","minimum":-50,"maximum":-3}`, -50, -3, 0},
+		{`{"type":"integer","exclusiveMinimum":-1,"exclusiveMaximum":10}`, 0, 9, 0},
+		{`{"type":"integer","minimum":1.5,"maximum":7.9}`, 2, 7, 0},
+		{`{"type":"integer","minimum":5,"exclusiveMinimum":true,"maximum":9,"exclusiveMaximum":true}`, 6, 8, 0},
+		{`{"type":"integer","minimum":120}`, 120, math.MaxInt64, 0},
+		{`{"type":"integer","maximum":-7}`, math.MinInt64, -7, 0},
+		{`{"type":["integer","null"],"minimum":10,"maximum":10}`, 10, 10, 0},
+		{`{"type":"integer","multipleOf":7}`, math.MinInt64, math.MaxInt64, 7},
+		{`{"type":"integer","minimum":-50,"maximum":100,"multipleOf":12}`, -50, 100, 12},
+		{`{"type":"integer","minimum":101,"maximum":2000,"multipleOf":1000}`, 101, 2000, 1000},
+		{`{"type":"integer","exclusiveMaximum":0,"multipleOf":5}`, math.MinInt64, -1, 5},
 	}
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, c := range cases {
@@ -44,9 +48,12 @@ func TestIntegerBounds(t *testing.T) {
 			default:
 				doc = []string{"-0", "0", "00", "-", "01", "1.0", "1e2", "9223372036854775808", "-9223372036854775809"}[r.IntN(9)]
 			}
+			if c.mult > 0 && i%2 == 0 { // multiples, in and out of the bounds
+				doc = strconv.FormatInt(c.mult*(r.Int64N(40)-20), 10)
+			}
 			v, err := strconv.ParseInt(doc, 10, 64)
 			valid := err == nil && doc != "-" && (len(doc) < 2 || doc[0] != '0') && (len(doc) < 3 || doc[:2] != "-0")
-			want := valid && v >= c.lo && v <= c.hi && v != math.MinInt64 // magnitudes are int64s
+			want := valid && v >= c.lo && v <= c.hi && v != math.MinInt64 && (c.mult == 0 || v%c.mult == 0) // magnitudes are int64s
 			at, done := feed(t, g, doc)
 			if got := at < 0 && done; got != want {
 				t.Fatalf("%s: %q accepted %v (failed at %d), want %v", c.schema, doc, got, at, want)

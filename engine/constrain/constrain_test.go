@@ -243,7 +243,10 @@ func TestCompileErrors(t *testing.T) {
 		{`{"type":"number","minimum":1.0000000000000000001}`, "/minimum"},
 		{`{"type":"number","exclusiveMinimum":2,"maximum":2}`, ""},
 		{`{"minimum":3}`, "/minimum"},
-		{`{"type":"integer","multipleOf":3}`, "/multipleOf"},
+		{`{"type":"integer","multipleOf":2.5}`, "/multipleOf"},
+		{`{"type":"integer","multipleOf":0}`, "/multipleOf"},
+		{`{"type":"number","multipleOf":3}`, "/multipleOf"},
+		{`{"type":"integer","minimum":1,"maximum":4,"multipleOf":5}`, ""},
 		{`{"type":"object","properties":{"a/b":{"type":"strin"}}}`, "/properties/a~1b/type"},
 		{`{"$ref":"#/$defs/missing"}`, "/$ref"},
 		{`{"$ref":"http://x"}`, "/$ref"},
@@ -285,7 +288,7 @@ func TestMaskMatchesFeed(t *testing.T) {
 		`{"type":"array","items":{"type":"string","pattern":"^(a|é)[ab1\\n]*$","minLength":2,"maxLength":6}}`,
 		`{"type":"object","additionalProperties":{"type":"string","pattern":"1{2}","maxLength":4}}`,
 		`{"type":"array","items":{"type":"string","minLength":3,"maxLength":5}}`, `{"type":"array","items":{"type":"string","minLength":3}}`,
-		`{"type":"array","items":{"type":"number","minimum":-1.5,"exclusiveMaximum":12.25}}`, `{"type":"array","items":{"type":"integer","minimum":-3,"maximum":40}}`}
+		`{"type":"array","items":{"type":"number","minimum":-1.5,"exclusiveMaximum":12.25}}`, `{"type":"array","items":{"type":"integer","minimum":-3,"maximum":40,"multipleOf":4}}`}
 	toks, v := testVocab()
 	tools, err := ToolCall([]Tool{{Name: "name", Parameters: []byte(schemas[1])}, {Name: "ab"}})
 	if err != nil {

@@ -57,11 +57,13 @@
 //     so far; a bounded number is written without an exponent and compared
 //     exactly as a decimal of up to 18 significant digits (decimal.go);
 //     bounds on a schema without a "type" are not enforced;
+//   - integers' "multipleOf" (a positive integer): a digit is allowed only
+//     if a multiple within the bounds starts with the digits so far;
 //   - annotations ("title", "description", "default", "examples",
 //     "$schema", "$id", "$comment", "strict", "format", "deprecated",
 //     "readOnly", "writeOnly") are ignored; any other keyword is refused
 //     with its path by Compile, since output that silently ignores a
 //     constraint is worse than a clear error; CompileLoose ignores the
-//     keywords that only narrow values (multipleOf, uniqueItems, …) for
-//     schemas not written for constrained decoding.
+//     keywords that only narrow values (a number's multipleOf, uniqueItems,
+//     …) for schemas not written for constrained decoding.
 package constrain

@@ -173,7 +173,7 @@ func (l *lexer) numDone() bool {
 	if l.neg {
 		v = -v
 	}
-	return v >= l.num.lo && v <= l.num.hi
+	return v >= l.num.lo && v <= l.num.hi && (l.num.mult == 0 || v%l.num.mult == 0)
 }
 
 // feasible reports whether some number that starts with what the lexer has
@@ -186,7 +186,8 @@ func (l *lexer) feasible() bool {
 }
 
 // intFeasible reports whether some integer that starts with the digits so
-// far (none yet: only the sign) lies within the bounds.
+// far (none yet: only the sign) lies within the bounds (and is a multiple
+// of the node's mult).
 func (l *lexer) intFeasible() bool {
 	n := l.num
 	lo, hi := n.lo, n.hi
@@ -194,20 +195,31 @@ func (l *lexer) intFeasible() bool {
 		// The magnitude's bounds: [-hi, -lo] (saturating).
 		lo, hi = negSat(hi), negSat(lo)
 	}
+	// fits reports whether the magnitudes [a, b] meet the bounds.
+	fits := func(a, b int64) bool {
+		a, b = max(a, lo), min(b, hi)
+		if n.mult > 0 {
+			return hasMultiple(a, b, n.mult)
+		}
+		return a <= b
+	}
 	switch l.sub {
 	case numMinus:
+		if n.mult > 0 {
+			return hasMultiple(n.lo, min(n.hi, 0), n.mult)
+		}
 		return n.lo <= 0
 	case numZero:
-		return lo <= 0 && 0 <= hi
+		return fits(0, 0)
 	}
 	v := l.val
 	if v > hi {
 		return false
 	}
-	if v >= lo {
+	if fits(v, v) {
 		return true
 	}
-	// v < lo: longer numbers v·10^j … v·10^j + 10^j − 1.
+	// Longer numbers v·10^j … v·10^j + 10^j − 1.
 	for p := int64(10); ; p *= 10 {
 		if v > (math.MaxInt64-p+1)/p {
 			return false // past every bound
@@ -216,7 +228,7 @@ func (l *lexer) intFeasible() bool {
 		if a > hi {
 			return false
 		}
-		if a+p-1 >= lo {
+		if fits(a, a+p-1) {
 			return true
 		}
 		if p > math.MaxInt64/10 {

@@ -59,9 +59,11 @@ type node struct {
 	// raw: a root kLiteral (or a union of them) of raw text, not JSON
 	// (CompileChoice): no whitespace around it.
 	raw bool
-	// kInteger with bounds: lo ≤ value ≤ hi; kNumber with bounds: nb.
+	// kInteger with bounds: lo ≤ value ≤ hi, a multiple of mult (> 0); kNumber
+	// with bounds: nb.
 	bounded bool
 	lo, hi  int64
+	mult    int64
 	nb      *numBounds
 	// trail: at the root, how many whitespace bytes may follow the
 	// document (0 unless the grammar says otherwise).
@@ -288,6 +290,12 @@ func (c *compiler) compile(v value, path string) (*node, error) {
 		switch m.key {
 		case "type", "enum", "const", "anyOf", "oneOf", "allOf", "properties", "required", "additionalProperties",
 			"items", "minItems", "maxItems", "nullable", "minLength", "maxLength", "pattern":
+		case "multipleOf":
+			// Enforced on integers only (a loose compile ignores it
+			// elsewhere).
+			if !integerOnly(v) && !c.loose {
+				return nil, &SchemaError{path + "/" + m.key, "not supported by constrained decoding (enforced on integers only)"}
+			}
 		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
 			// Enforced on integers and numbers; an untyped value's are not
 			// (a loose compile ignores them).
@@ -502,10 +510,59 @@ func (c *compiler) integerNode(v value, path string) (*node, error) {
 			n.hi = min(n.hi, x)
 		}
 	}
-	if n.lo > n.hi {
+	if m, ok := v.get("multipleOf"); ok {
+		k, err := strconv.ParseInt(string(m.num), 10, 64)
+		if m.kind != 'n' || err != nil || k <= 0 || k > 1<<62 {
+			return nil, &SchemaError{path + "/multipleOf", "must be a positive integer within 2⁶² (on integers)"}
+		}
+		n.bounded, n.mult = true, k
+	}
+	if n.lo > n.hi || n.mult > 0 && !hasMultiple(n.lo, n.hi, n.mult) {
 		return nil, &SchemaError{path, "no integer lies within the bounds"}
 	}
 	return n, nil
+}
+
+// hasMultiple reports whether [a, b] holds a multiple of k (> 0).
+func hasMultiple(a, b, k int64) bool {
+	if a > b {
+		return false
+	}
+	// The smallest multiple ≥ a (a rounded up to k), unless it would
+	// overflow.
+	r := a % k
+	if r < 0 {
+		r += k
+	}
+	if r == 0 {
+		return true
+	}
+	if a > math.MaxInt64-(k-r) {
+		return false
+	}
+	return a+(k-r) <= b
+}
+
+// integerOnly reports whether v's numbers can only be integers: its type
+// is "integer", or a list with "integer" and without "number".
+func integerOnly(v value) bool {
+	t, ok := v.get("type")
+	switch {
+	case !ok:
+		return false
+	case t.kind == 's':
+		return t.str == "integer"
+	case t.kind == 'a':
+		hasInt := false
+		for _, x := range t.arr {
+			if x.str == "number" {
+				return false
+			}
+			hasInt = hasInt || x.str == "integer"
+		}
+		return hasInt
+	}
+	return false
 }
 
 // boundKeys are the bound keywords: which side each bounds and whether it
