@@ -40,9 +40,8 @@ const (
 
 // ToolCallXML compiles the grammar of one tool call's body in the XML
 // format for any of tools (at most 64, each with at most 63 parameters),
-// with at most two whitespace bytes after it. Tool.Strict as for ToolCall;
-// a strict tool's string parameters must not carry a pattern or length
-// bounds, which raw text is not checked against.
+// with at most two whitespace bytes after it. Tool.Strict as for ToolCall.
+// A string parameter's pattern and length bounds hold for its raw text.
 func ToolCallXML(tools []Tool) (*Grammar, error) {
 	if len(tools) == 0 || len(tools) > maxAlternatives {
 		return nil, fmt.Errorf("constrained decoding: %d tools (the XML format takes 1 to %d)", len(tools), maxAlternatives)
@@ -91,13 +90,6 @@ func (c *compiler) xmlArgs(args *node, strict bool, path string) (*node, *Schema
 	}
 	for i, p := range obj.props {
 		v := c.xmlValue(p.value)
-		if strict && v.kind == kAny {
-			if s := unwrap(p.value); s.kind == kString && (s.rx != nil || s.minLen > 0 || s.maxLen >= 0) {
-				var key string
-				_ = json.Unmarshal([]byte(obj.keys[i]), &key)
-				return nil, &SchemaError{path + "/properties/" + escapePointer(key), "a pattern or length bounds on a string are not enforced in the XML tool format"}
-			}
-		}
 		x.props = append(x.props, prop{value: v, required: p.required})
 		var key string
 		_ = json.Unmarshal([]byte(obj.keys[i]), &key)
@@ -109,9 +101,16 @@ func (c *compiler) xmlArgs(args *node, strict bool, path string) (*node, *Schema
 }
 
 // xmlValue is how a parameter of schema n is written: raw text where n
-// admits strings (xRawAny), its values raw for an enum, else JSON of n.
+// admits strings (xRawAny; a string with a pattern or length bounds: a raw
+// kString, which the raw text must meet), its values raw for an enum, else
+// JSON of n.
 func (c *compiler) xmlValue(n *node) *node {
 	n = unwrap(n)
+	if n.kind == kString && (n.rx != nil || n.minLen > 0 || n.maxLen >= 0) {
+		r := c.newNode(kString)
+		r.rx, r.minLen, r.maxLen, r.raw = n.rx, n.minLen, n.maxLen, true
+		return r
+	}
 	if admitsString(n, 0) {
 		return xRawAny
 	}
@@ -217,6 +216,10 @@ func xmlStructural(c config, b byte, out []config) []config {
 		case v == xRawAny:
 			c.lex = lexer{mode: lexRaw}
 			return c.rawByte(b, out)
+		case v.kind == kString && v.raw:
+			c.lex = beginString(v)
+			c.lex.mode = lexRaw
+			return c.rawByte(b, out)
 		case v.kind == kLiteral:
 			return beginValue(c, v, b, out, 0)
 		}
@@ -235,11 +238,21 @@ func xmlStructural(c config, b byte, out []config) []config {
 
 // rawByte advances a raw value by b: text of valid UTF-8 (no control
 // characters but tab, newline and carriage return) up to xValEnd, which
-// ends it. lex.n counts xValEnd's bytes matched; lex.cnt a UTF-8
-// sequence's bytes to go.
+// ends it. lex.n counts xValEnd's bytes matched (text, should the tag not
+// follow); lex.cnt a UTF-8 sequence's bytes to go. A constrained string's
+// (lex.str: pattern, length) runes go through addRune instead, lex.n then
+// also counting a UTF-8 sequence's bytes to go (no tag is being matched
+// then), and the tag may close it only where the string may end.
 func (c config) rawByte(b byte, out []config) []config {
 	l := &c.lex
 	if l.sub == strUTF8 {
+		if l.str != nil {
+			done, ok := l.utf8More(b)
+			if !ok || done && !l.addRune(l.code) {
+				return out
+			}
+			return append(out, c)
+		}
 		if b < l.lo || b > l.hi {
 			return out
 		}
@@ -250,14 +263,27 @@ func (c config) rawByte(b byte, out []config) []config {
 		return append(out, c)
 	}
 	if b == xValEnd[l.n] {
+		if l.str != nil && !l.rawTagOK() {
+			return out
+		}
 		if l.n++; int(l.n) == len(xValEnd) {
 			c.lex = lexer{} // the phase is already pXParam
 		}
 		return append(out, c)
 	}
 	// What matched of the closing tag was text.
+	if l.str != nil {
+		for _, t := range []byte(xValEnd[:l.n]) {
+			if !l.addRune(rune(t)) {
+				return out
+			}
+		}
+	}
 	l.n = 0
 	if b == '\n' {
+		if l.str != nil && !l.rawTagOK() {
+			return out
+		}
 		l.n = 1
 		return append(out, c)
 	}
@@ -265,13 +291,40 @@ func (c config) rawByte(b byte, out []config) []config {
 	case b < 0x20 && b != '\t' && b != '\r':
 		return out
 	case b >= 0x80:
+		if l.str != nil {
+			if !l.utf8Begin(b) {
+				return out
+			}
+			return append(out, c)
+		}
 		k, lo, hi := utf8seq.Lead(b)
 		if k == 0 {
 			return out
 		}
 		l.sub, l.cnt, l.lo, l.hi = strUTF8, uint32(k-1), lo, hi
+	case l.str != nil && !l.addRune(rune(b)):
+		return out
 	}
 	return append(out, c)
+}
+
+// rawTagOK reports whether a constrained raw string may take the closing
+// tag's next byte: the tag would close it where it may end, or, before the
+// tag's last byte, the bytes matched and this one may be its text.
+func (l *lexer) rawTagOK() bool {
+	if l.strCanEnd() {
+		return true
+	}
+	if int(l.n)+1 == len(xValEnd) {
+		return false
+	}
+	t := *l
+	for _, b := range []byte(xValEnd[:l.n+1]) {
+		if !t.addRune(rune(b)) {
+			return false
+		}
+	}
+	return true
 }
 
 // xnameByte reads an opening tag with the model's name: "<parameter=",

@@ -46,10 +46,25 @@ func TestToolCallXML(t *testing.T) {
 		call("set", "on", "true") + "\n\n",
 	}
 	checkDocs(t, "XML tool calls", g, ok, bad)
-	// A strict tool's string pattern cannot be enforced on raw text.
-	_, err = ToolCallXML([]Tool{{Name: "a", Parameters: []byte(`{"type":"object","properties":{"s":{"type":"string","pattern":"^x"}}}`), Strict: true}})
-	if te, isTool := err.(*ToolError); !isTool || te.Err.Path != "/properties/s" {
-		t.Fatalf("strict pattern in XML: %v", err)
+	// A string's pattern and length bounds hold for its raw text, the
+	// closing tag's bytes included where they turn out to be text.
+	g, err = ToolCallXML([]Tool{{Name: "a", Parameters: []byte(`{"type":"object","properties":{"s":{"type":"string","pattern":"^x[^#]*$","minLength":2,"maxLength":6},"u":{"type":"string","pattern":"^(é|\\n)+$"}},"required":["s"]}`), Strict: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDocs(t, "XML constrained strings", g, []string{
+		call("a", "s", "xy"), call("a", "s", "x\ny"), call("a", "s", "xyzzy!"), call("a", "s", "x\n</pa"),
+		call("a", "s", "xé", "u", "é\né"), call("a", "s", "xx", "u", "\n"),
+	}, []string{
+		call("a", "s", "x"), call("a", "s", "yx"), call("a", "s", "xyzzy!!"), call("a", "s", "x#y"), call("a", "s", "x\n</parameter>"),
+		call("a", "s", "xx", "u", "e"), call("a", "s", "xx", "u", ""), call("a"),
+		call("a", "s", "x\n</par"), call("a", "s", "xx", "u", "é\n</x"), // the tag's bytes as text count
+	})
+	// No dead end: where the value cannot end yet, the tag's first bytes
+	// are taken only while they may still be text.
+	prefix := "\n<function=a>\n<parameter=s>\nxx\n</parameter>\n<parameter=u>\n\n<"
+	if at, _ := feed(t, g, prefix); at != len(prefix)-1 {
+		t.Fatalf("%q: failed at %d, want at the last byte (u cannot be empty, nor hold '<')", prefix, at)
 	}
 	if _, err := ToolCallXML(make([]Tool, 65)); err == nil {
 		t.Fatal("65 tools compiled in the XML format")
@@ -60,13 +75,13 @@ func TestToolCallXML(t *testing.T) {
 // grammar with pieces like a tokenizer's.
 func TestXMLMaskMatchesFeed(t *testing.T) {
 	g, err := ToolCallXML([]Tool{
-		{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"type":"string"},"n":{"type":"integer","maximum":20},"b":{"enum":["x","xy"]}},"required":["n"]}`)},
+		{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"type":"string"},"n":{"type":"integer","maximum":20},"b":{"enum":["x","xy"]},"c":{"type":"string","pattern":"^[xé\\n]*y$","maxLength":5}},"required":["n"]}`)},
 		{Name: "g"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pieces := []string{"\n", "<", "function", "=f", "=g", ">\n", "<parameter", "=a", "=n", "=b", "</", "parameter", "function", ">", "1", "2", "0", "x", "y",
+	pieces := []string{"\n", "<", "function", "=f", "=g", ">\n", "<parameter", "=a", "=n", "=b", "=c", "</", "parameter", "function", ">", "1", "2", "0", "x", "y",
 		"xy", "\n</parameter>\n", "é", "\xc3", "\xa9", "a b", ">\n<", "=", "\n\n", " "}
 	toks := make([][]byte, len(pieces))
 	for i, p := range pieces {
