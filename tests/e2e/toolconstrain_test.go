@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -158,6 +159,29 @@ func testToolCallsConstrained(t *testing.T, ts *testServer) {
 			t.Fatalf("status %d: %s", st, r.Raw)
 		}
 		checkArgs(t, fc.Get("name").Str, fc.Get("arguments").Str)
+	})
+	t.Run("pattern", func(t *testing.T) {
+		// A string's pattern, length and a number's bounds, in both formats
+		// (in the XML one the city is raw text).
+		params := map[string]any{"type": "object", "properties": orderedProps{
+			{"unit", map[string]any{"enum": []string{"celsius", "fahrenheit"}}},
+			{"days", map[string]any{"type": "number", "minimum": 0.5, "maximum": 3}},
+			{"city", map[string]any{"type": "string", "pattern": "^[A-Z]+$", "maxLength": 6}},
+		}, "required": []string{"unit", "days", "city"}}
+		tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": params, "strict": true}}}
+		name, args := call(t, ask(tools, "required"))
+		var v struct {
+			Unit string  `json:"unit"`
+			Days float64 `json:"days"`
+			City string  `json:"city"`
+		}
+		if err := json.Unmarshal([]byte(args), &v); err != nil || name != "get_weather" {
+			t.Fatalf("%s(%s): %v", name, args, err)
+		}
+		t.Logf("get_weather(%s)", args)
+		if !regexp.MustCompile(`^[A-Z]{1,6}$`).MatchString(v.City) || v.Days < 0.5 || v.Days > 3 || (v.Unit != "celsius" && v.Unit != "fahrenheit") {
+			t.Fatalf("get_weather(%s) outside the schema", args)
+		}
 	})
 	t.Run("errors", func(t *testing.T) {
 		patterned := map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string", "pattern": "(?<=x)y"}}}
