@@ -35,7 +35,7 @@ func TestBadRequests(t *testing.T) {
 		{"top_p", "/v1/chat/completions", `{` + msgs + `,"top_p":0}`, 400, "top_p", "top_p"},
 		{"presence_penalty", "/v1/chat/completions", `{` + msgs + `,"presence_penalty":3}`, 400, "presence_penalty", "presence_penalty"},
 		{"n", "/v1/chat/completions", `{` + msgs + `,"n":2}`, 400, "n", "not supported"},
-		{"json_schema", "/v1/chat/completions", `{` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":{"type":"number","maximum":3}}}}`, 400, "response_format.json_schema.schema", "/maximum: not supported"},
+		{"json_schema", "/v1/chat/completions", `{` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":{"type":"number","multipleOf":3}}}}`, 400, "response_format.json_schema.schema", "/multipleOf: not supported"},
 		{"stop type", "/v1/chat/completions", `{` + msgs + `,"stop":[1]}`, 400, "stop[0]", "string"},
 		{"logit_bias key", "/v1/chat/completions", `{` + msgs + `,"logit_bias":{"abc":1}}`, 400, "logit_bias", "token ids"},
 		{"logit_bias range", "/v1/chat/completions", `{` + msgs + `,"logit_bias":{"5":500}}`, 400, "logit_bias", "[-100, 100]"},

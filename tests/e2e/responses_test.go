@@ -183,7 +183,7 @@ func TestResponsesErrors(t *testing.T) {
 		{"bad max", `{"input":"hi","max_output_tokens":0}`, "max_output_tokens", "max_output_tokens"},
 		{"forced unknown", `{"input":"hi","tools":[{"type":"function","name":"a"}],"tool_choice":{"type":"function","name":"b"}}`, "tool_choice", "not in tools"},
 		{"image", `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,AA"}]}]}`, "input[0].content[0]", "no vision"},
-		{"json schema", `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","strict":true,"schema":{"type":"number","maximum":3}}}}`, "text.format.schema", "/maximum: not supported"},
+		{"json schema", `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","strict":true,"schema":{"type":"number","multipleOf":3}}}}`, "text.format.schema", "/multipleOf: not supported"},
 	}
 	for _, c := range cases {
 		st, _, r := post(t, ts.URL+"/v1/responses", c.body)
