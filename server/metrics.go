@@ -162,12 +162,15 @@ func (m *metrics) counters() []counter {
 	}
 }
 
-// engineCounters are the counters the engine keeps: hybrid models'
-// snapshots and the data directory's prefix-cache tier.
+// engineCounters are the counters the engine keeps: speculative decoding,
+// hybrid models' snapshots and the data directory's prefix-cache tier.
 func (s *Server) engineCounters() []counter {
 	ss := s.eng.Sched.SnapshotStats()
 	ds := s.diskStats()
+	sc := s.eng.Sched.Counters()
 	return []counter{
+		{"infernix_spec_tokens_total", "Tokens sampled on lanes decoding speculatively (--spec-tokens).", uint64(sc.SpecTokens)},
+		{"infernix_spec_drafts_kept_total", "Of those, tokens a prompt-lookup draft had already computed.", uint64(sc.SpecDraftsKept)},
 		{"infernix_prefix_cache_snapshots_taken_total", "Recurrent-state snapshots taken (hybrid models).", ss.Taken},
 		{"infernix_prefix_cache_snapshot_hits_total", "Admissions that resumed from a recurrent-state snapshot.", ss.Hits},
 		{"infernix_prefix_cache_snapshots_released_total", "Snapshots released because their conversation had passed them.", ss.Released},

@@ -23,6 +23,7 @@ type engineFlags struct {
 	chatTemplate string
 	prefix       prefixFlags
 	gpuFraction  float64
+	specTokens   int
 }
 
 func (f *engineFlags) register(fs *flag.FlagSet) {
@@ -37,6 +38,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.synthetic, "synthetic-weights", false, "random weights of the model's shapes (benchmarks)")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template file overriding the model's")
 	fs.Float64Var(&f.gpuFraction, "gpu-memory-fraction", 0.9, "share of the GPU's free memory for weights and KV cache")
+	fs.IntVar(&f.specTokens, "spec-tokens", 0, "speculative decoding by prompt lookup: up to N draft tokens a step from an earlier occurrence of the last tokens (0 = off; outputs unchanged)")
 	f.prefix.register(fs)
 }
 
@@ -49,6 +51,10 @@ func (f *engineFlags) load() (*engine.Engine, error) {
 	opt.Sched.MaxLanes = f.maxLanes
 	opt.Sched.MaxQueue = f.maxQueue
 	opt.Sched.PrefillChunk = f.prefillChunk
+	if f.specTokens < 0 || f.specTokens > 32 {
+		return nil, fmt.Errorf("--spec-tokens must be in [0, 32], got %d", f.specTokens)
+	}
+	opt.Sched.SpecTokens = f.specTokens
 	if f.gpuFraction <= 0 || f.gpuFraction > 1 {
 		return nil, fmt.Errorf("--gpu-memory-fraction must be in (0, 1], got %g", f.gpuFraction)
 	}

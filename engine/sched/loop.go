@@ -133,6 +133,8 @@ func (s *Scheduler) step() bool {
 	prefill := s.cfg.PrefillChunk
 	planned := s.plan[:0]
 	s.planN = s.planN[:0]
+	s.planDraft = s.planDraft[:0]
+	spec := false
 	// Decode lanes first (one token each) for latency, then prefill chunks.
 	s.snap = append(s.snap[:0], s.running...)
 	for pass := 0; pass < 2; pass++ {
@@ -146,6 +148,10 @@ func (s *Scheduler) step() bool {
 				continue
 			}
 			n := 1
+			var drafts []int32
+			if isDecode && s.cfg.SpecTokens > 0 {
+				drafts = s.draft(l, min(budget, maxOutputs-len(b.Outputs))-1)
+			}
 			if !isDecode {
 				n = min(remaining, budget, prefill)
 				if l.req.PromptLogprobs && l.computed < l.nPrompt {
@@ -178,6 +184,17 @@ func (s *Scheduler) step() bool {
 					s.outIdx = append(s.outIdx, l)
 				}
 			}
+			// A speculating lane's drafts follow its last token, each
+			// with its row of logits.
+			for i, d := range drafts {
+				b.Tokens = append(b.Tokens, d)
+				b.Attn.Seq = append(b.Attn.Seq, seqIdx)
+				b.Attn.Pos = append(b.Attn.Pos, int32(l.computed+1+i))
+				b.Outputs = append(b.Outputs, int32(len(b.Tokens)-1))
+				s.outIdx = append(s.outIdx, l)
+			}
+			spec = spec || len(drafts) > 0
+			n += len(drafts)
 			budget -= n
 			if !isDecode {
 				prefill -= n
@@ -185,13 +202,14 @@ func (s *Scheduler) step() bool {
 			planned = append(planned, l)
 			s.plan = planned
 			s.planN = append(s.planN, n)
+			s.planDraft = append(s.planDraft, drafts)
 		}
 	}
 	s.plan = planned
 	if len(b.Tokens) == 0 {
 		return false
 	}
-	device := s.planSampling()
+	device := !spec && s.planSampling()
 	var err error
 	if device {
 		err = s.ds.ForwardSample(b, s.sreq, s.sres[:len(s.sreq)])
@@ -207,6 +225,16 @@ func (s *Scheduler) step() bool {
 	// Consume the outputs lane by lane, in batch order.
 	row := 0
 	for i, l := range planned {
+		if drafts := s.planDraft[i]; len(drafts) > 0 {
+			// Its last token's KV is computed; each draft's counts once
+			// sampling keeps it (emitSpec).
+			first := row
+			row += 1 + len(drafts)
+			l.computed++
+			s.register(l)
+			s.emitSpec(l, first, drafts)
+			continue
+		}
 		last := -1
 		for row < len(s.outIdx) && s.outIdx[row] == l {
 			pos := int(b.Attn.Pos[b.Outputs[row]])

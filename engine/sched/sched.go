@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/infernix/infernix/engine/backend"
@@ -66,6 +67,11 @@ type Config struct {
 	// PrefixHost, when set, receives blocks evicted from the device pool
 	// and is searched before PrefixDisk (same KV pool requirement).
 	PrefixHost *prefix.HostPool
+	// SpecTokens > 0 turns on speculative decoding by prompt lookup: a
+	// decode lane proposes up to this many tokens from an earlier
+	// occurrence of its last tokens, kept only where sampling picks them
+	// (spec.go; outputs are unchanged).
+	SpecTokens int
 }
 
 // Request is one generation.
@@ -147,6 +153,9 @@ type Counters struct {
 	// Hybrid models' recurrent-state snapshots held in host memory.
 	Snapshots     int
 	SnapshotBytes int64
+	// Speculative decoding (Config.SpecTokens): tokens sampled on
+	// speculating lanes, and of them those a draft had already computed.
+	SpecTokens, SpecDraftsKept int64
 }
 
 type lane struct {
@@ -234,6 +243,11 @@ type Scheduler struct {
 	sres  []backend.SampleResult
 	hreq  [1]backend.SampleRequest
 	hres  [1]backend.SampleResult
+
+	// Speculative decoding (spec.go): each planned lane's drafts this step,
+	// and the counters.
+	planDraft          [][]int32
+	specRows, specKept atomic.Int64
 }
 
 // maxOutputs bounds the logits rows of one step (prompt scoring uses chunks of
@@ -318,6 +332,7 @@ func (s *Scheduler) Counters() Counters {
 	if s.snaps != nil {
 		c.Snapshots, c.SnapshotBytes = int(s.snaps.count.Load()), s.snaps.total.Load()
 	}
+	c.SpecTokens, c.SpecDraftsKept = s.specRows.Load(), s.specKept.Load()
 	return c
 }
 

@@ -50,6 +50,7 @@ type opts struct {
 	modelOpt testmodel.Options
 	lanes    int
 	queue    int
+	spec     int // sched.Config.SpecTokens
 	context  int
 	server   server.Config
 }
@@ -71,7 +72,7 @@ func start(tb testing.TB, o opts) *testServer {
 	if eo.ContextLength == 0 {
 		eo.ContextLength = 2048
 	}
-	eo.Sched.MaxLanes, eo.Sched.MaxQueue, eo.Sched.PrefillChunk = o.lanes, o.queue, 48
+	eo.Sched.MaxLanes, eo.Sched.MaxQueue, eo.Sched.PrefillChunk, eo.Sched.SpecTokens = o.lanes, o.queue, 48, o.spec
 	if eo.Sched.MaxLanes == 0 {
 		eo.Sched.MaxLanes = 4
 	}
