@@ -54,13 +54,7 @@ func TestIntegerBounds(t *testing.T) {
 			v, err := strconv.ParseInt(doc, 10, 64)
 			valid := err == nil && doc != "-" && (len(doc) < 2 || doc[0] != '0') && (len(doc) < 3 || doc[:2] != "-0")
 			want := valid && v >= c.lo && v <= c.hi && v != math.MinInt64 && (c.mult == 0 || v%c.mult == 0) // magnitudes are int64s
-			at, done := feed(t, g, doc)
-			if got := at < 0 && done; got != want {
-				t.Fatalf("%s: %q accepted %v (failed at %d), want %v", c.schema, doc, got, at, want)
-			}
-			if want {
-				hits++
-			}
+			hits += checkDoc(t, g, c.schema, doc, want)
 		}
 		if hits == 0 {
 			t.Fatalf("%s: no number in range was tried", c.schema)
@@ -86,6 +80,20 @@ func TestIntegerBounds(t *testing.T) {
 	if _, err := CompileLoose([]byte(`{"minimum":3}`)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkDoc fails t unless g takes doc as a whole document exactly when
+// want; it returns 1 for a wanted document.
+func checkDoc(t *testing.T, g *Grammar, schema, doc string, want bool) int {
+	t.Helper()
+	at, done := feed(t, g, doc)
+	if got := at < 0 && done; got != want {
+		t.Fatalf("%s: %q accepted %v (failed at %d), want %v", schema, doc, got, at, want)
+	}
+	if want {
+		return 1
+	}
+	return 0
 }
 
 // completable reports whether p, or p and up to extra more digits, is a
@@ -181,13 +189,7 @@ func TestNumberBounds(t *testing.T) {
 				}
 			}
 			want := plainNumber.MatchString(doc) && within(doc)
-			at, done := feed(t, g, doc)
-			if got := at < 0 && done; got != want {
-				t.Fatalf("%s: %q accepted %v (failed at %d), want %v", c.schema, doc, got, at, want)
-			}
-			if want {
-				hits++
-			}
+			hits += checkDoc(t, g, c.schema, doc, want)
 		}
 		if hits == 0 {
 			t.Fatalf("%s: no number in range was tried", c.schema)
