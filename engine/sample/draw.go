@@ -124,3 +124,11 @@ func (s *Sampler) Probs(logits []float32, dst []float64) []float64 {
 	}
 	return probs
 }
+
+// HistoryFree reports whether the token drawn depends on the logits alone:
+// greedy, and no penalty that reads the tokens seen (a bias is fixed). Rows
+// of one sequence can then be sampled together before any is accepted
+// (speculative decoding on the device).
+func (s *Sampler) HistoryFree() bool {
+	return s.greedy && !s.pen.active()
+}

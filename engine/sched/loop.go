@@ -134,7 +134,6 @@ func (s *Scheduler) step() bool {
 	planned := s.plan[:0]
 	s.planN = s.planN[:0]
 	s.planDraft = s.planDraft[:0]
-	spec := false
 	// Decode lanes first (one token each) for latency, then prefill chunks.
 	s.snap = append(s.snap[:0], s.running...)
 	for pass := 0; pass < 2; pass++ {
@@ -193,7 +192,6 @@ func (s *Scheduler) step() bool {
 				b.Outputs = append(b.Outputs, int32(len(b.Tokens)-1))
 				s.outIdx = append(s.outIdx, l)
 			}
-			spec = spec || len(drafts) > 0
 			n += len(drafts)
 			budget -= n
 			if !isDecode {
@@ -209,7 +207,7 @@ func (s *Scheduler) step() bool {
 	if len(b.Tokens) == 0 {
 		return false
 	}
-	device := !spec && s.planSampling()
+	device := s.planSampling()
 	var err error
 	if device {
 		err = s.ds.ForwardSample(b, s.sreq, s.sres[:len(s.sreq)])
@@ -232,7 +230,7 @@ func (s *Scheduler) step() bool {
 			row += 1 + len(drafts)
 			l.computed++
 			s.register(l)
-			s.emitSpec(l, first, drafts)
+			s.emitSpec(l, first, drafts, device)
 			continue
 		}
 		last := -1
@@ -289,7 +287,11 @@ func (s *Scheduler) planSampling() bool {
 		switch {
 		case l.req.PromptLogprobs && pos+1 < l.nPrompt:
 			return false
-		case pos == len(l.tokens)-1:
+		case pos > len(l.tokens)-1 && !l.sampler.HistoryFree():
+			// A draft's row: sampled before the tokens ahead of it are
+			// accepted, which only a draw that ignores them allows.
+			return false
+		case pos >= len(l.tokens)-1:
 			r = s.request(l)
 		}
 		if !s.dsLim.Serves(&r) {

@@ -18,7 +18,9 @@ import (
 // A lane speculates only where that equivalence is cheap to keep: no
 // recurrent state (hybrid models cannot take back rejected tokens), no
 // constraint (its masks follow each token), no forced tokens pending. Its
-// rows are sampled on the host.
+// rows are sampled on the device with the forward where the model can and
+// the draw ignores the tokens before it (greedy, no penalties); on the host
+// otherwise.
 
 // specNgram is the longest run of last tokens looked up; shorter ones are
 // tried when it does not occur.
@@ -76,14 +78,21 @@ func equalTokens(a, b []int32) bool {
 // emitSpec samples a speculating lane's rows (first: its row for the token
 // after its last; then one row per draft token), emitting tokens while each
 // equals the draft it was computed for, and advances l.computed over the
-// drafts kept.
-func (s *Scheduler) emitSpec(l *lane, first int, drafts []int32) {
+// drafts kept. With device, the rows were sampled with the forward
+// (planSampling allows that only for a draw that ignores the tokens
+// before it: greedy, no penalties).
+func (s *Scheduler) emitSpec(l *lane, first int, drafts []int32, device bool) {
 	for j := 0; ; j++ {
-		s.hreq[0] = s.request(l)
 		row := first + j
-		backend.SampleHost(s.logits[row*s.vocab:(row+1)*s.vocab], s.vocab, s.hreq[:], s.hres[:])
-		hit := j < len(drafts) && s.hres[0].Token == drafts[j] && len(l.forced) == 0
-		s.emit(l, &s.hres[0])
+		res := &s.hres[0]
+		if device {
+			res = &s.sres[row]
+		} else {
+			s.hreq[0] = s.request(l)
+			backend.SampleHost(s.logits[row*s.vocab:(row+1)*s.vocab], s.vocab, s.hreq[:], s.hres[:])
+		}
+		hit := j < len(drafts) && res.Token == drafts[j] && len(l.forced) == 0
+		s.emit(l, res)
 		s.specRows.Add(1)
 		if !l.running || !hit || len(l.forced) > 0 {
 			return
