@@ -135,3 +135,21 @@ func TestNextDraw(t *testing.T) {
 		})
 	}
 }
+
+func TestHistoryFree(t *testing.T) {
+	for _, c := range []struct {
+		p    Params
+		want bool
+	}{
+		{Params{Temperature: 0, TopP: 1, RepetitionPenalty: 1}, true},
+		{Params{Temperature: 0, TopP: 1, RepetitionPenalty: 0, LogitBias: map[int32]float32{3: 5}}, true},
+		{Params{Temperature: 0, TopP: 1, RepetitionPenalty: 1.1}, false},
+		{Params{Temperature: 0, TopP: 1, RepetitionPenalty: 1, PresencePenalty: 0.5}, false},
+		{Params{Temperature: 0, TopP: 1, RepetitionPenalty: 1, FrequencyPenalty: -0.5}, false},
+		{Params{Temperature: 0.7, TopP: 1, RepetitionPenalty: 1}, false},
+	} {
+		if got := New(c.p, 10, []int32{1, 2}).HistoryFree(); got != c.want {
+			t.Errorf("%+v: HistoryFree %v, want %v", c.p, got, c.want)
+		}
+	}
+}
