@@ -218,7 +218,7 @@ fi
 [ -x "$root/bin/cuda/infernix" ] && group ttftold 120 env INFERNIX_CUDA_SAMPLE=0 INFERNIX_CUDA_KV_COPY=0 "${ttft[@]}"
 # e2e: the demo-model end-to-end tests (real server, engine, chat APIs) on
 # the GPU (sampling on the device and the KV copier, the defaults).
-[ -x "$root/bin/cuda/e2e.test" ] && group e2e 120 env INFERNIX_TEST_DEVICE=cuda sh -c "cd '$root/tests/e2e' && '$root/bin/cuda/e2e.test' -test.v -test.run 'TestDemo|TestConstrained|TestToolCallsConstrained|TestGuidedOutputs|TestPrefixCacheMetrics|TestSharedPrefixSnapshot'"
+[ -x "$root/bin/cuda/e2e.test" ] && group e2e 120 env INFERNIX_TEST_DEVICE=cuda sh -c "cd '$root/tests/e2e' && '$root/bin/cuda/e2e.test' -test.v -test.run 'TestDemo|TestConstrained|TestToolCallsConstrained|TestGuidedOutputs|TestPrefixCacheMetrics|TestSharedPrefixSnapshot|TestSpeculativeDecoding'"
 # engine: the prefix cache across an engine restart (blocks read back from
 # Badger into the device pool through the KV copier).
 [ -x "$root/bin/cuda/engine.test" ] && group engine 120 env INFERNIX_TEST_DEVICE=cuda sh -c "cd '$root/engine' && '$root/bin/cuda/engine.test' -test.v -test.run 'TestPrefixAcrossRestarts'"
