@@ -24,6 +24,19 @@ __device__ __forceinline__ float conv_in(const float* x, const float* state, con
   return state[((long)ri.slot * S + S + u) * C + c];
 }
 
+// keep_last leaves in channel c of the run's conv state its last S inputs
+// after n tokens, oldest first, reading all of them before writing any (so
+// the old rows it still needs are intact); S ≤ 16.
+__device__ __forceinline__ void keep_last(float* state, const float* x, const RunInfo& ri, int n, int c, int C, int S) {
+  float keep[16];
+#pragma unroll
+  for (int i = 0; i < 16; i++)
+    if (i < S) keep[i] = conv_in(x, state, ri, n - S + i, c, C, S);
+#pragma unroll
+  for (int i = 0; i < 16; i++)
+    if (i < S) state[((long)ri.slot * S + i) * C + c] = keep[i];
+}
+
 // out[t, c] = silu(Σ_j w[c, j] · in(t - S + j, c)), S = K - 1. Grid:
 // T · ceil(C / 256) blocks of 256 threads; w is f32 [C, K]. With own (every
 // run one token: decode) the thread also moves its (run, channel) state on
@@ -41,21 +54,11 @@ extern "C" __global__ void conv1d_silu(float* out, const float* x, const float* 
   float acc = 0.f;
   for (int j = 0; j < K; j++) acc += w[(long)c * K + j] * conv_in(x, state, ri, u - S + j, c, C, S);
   out[(long)t * C + c] = silu(acc);
-  if (own) {
-    float keep[16];
-#pragma unroll
-    for (int i = 0; i < 16; i++)
-      if (i < S) keep[i] = conv_in(x, state, ri, 1 - S + i, c, C, S);
-#pragma unroll
-    for (int i = 0; i < 16; i++)
-      if (i < S) state[((long)ri.slot * S + i) * C + c] = keep[i];
-  }
+  if (own) keep_last(state, x, ri, 1, c, C, S);
 }
 
-// The conv state after each run: its last S inputs, oldest first. A thread
-// reads all S values of its (run, channel) before writing any, so the rows
-// of the old state it still needs are intact. Run after conv1d_silu (which
-// reads the old state). Grid: nruns · ceil(C / 256) blocks of 256; S ≤ 16.
+// The conv state after each run (keep_last), once conv1d_silu has read the
+// old one. Grid: nruns · ceil(C / 256) blocks of 256.
 extern "C" __global__ void conv1d_state(float* state, const float* x, const int* runs, int nruns, int C, int K) {
   STEP_TIMER();
   PDL_ENTRY();
@@ -64,14 +67,7 @@ extern "C" __global__ void conv1d_state(float* state, const float* x, const int*
   const int c = (blockIdx.x % per) * 256 + threadIdx.x;
   if (r >= nruns || c >= C) return;
   const RunInfo ri = run_info(runs, r);
-  const int S = K - 1, n = ri.hi - ri.lo;
-  float keep[16];
-#pragma unroll
-  for (int i = 0; i < 16; i++)
-    if (i < S) keep[i] = conv_in(x, state, ri, n - S + i, c, C, S);
-#pragma unroll
-  for (int i = 0; i < 16; i++)
-    if (i < S) state[((long)ri.slot * S + i) * C + c] = keep[i];
+  keep_last(state, x, ri, ri.hi - ri.lo, c, C, K - 1);
 }
 
 // The gated delta rule, token by token, for one (run, value head, block of

@@ -82,10 +82,6 @@ func abs64(m int64) uint64 {
 	return uint64(m)
 }
 
-// abs64ToInt is |m| (m is never MinInt64 here: mantissas have at most 18
-// digits).
-func abs64ToInt(m int64) int64 { return int64(abs64(m)) }
-
 func sign(m int64) int {
 	switch {
 	case m < 0:

@@ -599,7 +599,7 @@ func (c *compiler) numberNode(v value, path string) (*node, error) {
 			continue
 		}
 		d, err := parseDec(string(r.num))
-		if err == nil && cmpDec(dec{abs64ToInt(d.m), d.x}, dec{1, maxDecDigits}) >= 0 {
+		if err == nil && (cmpDec(d, dec{1, maxDecDigits}) >= 0 || cmpDec(d, dec{-1, maxDecDigits}) <= 0) {
 			err = fmt.Errorf("beyond ±10^%d, the most a bounded number is written to", maxDecDigits)
 		}
 		if err != nil {

@@ -91,7 +91,7 @@ func (s *Scheduler) emitSpec(l *lane, first int, drafts []int32, device bool) {
 			s.hreq[0] = s.request(l)
 			backend.SampleHost(s.logits[row*s.vocab:(row+1)*s.vocab], s.vocab, s.hreq[:], s.hres[:])
 		}
-		hit := j < len(drafts) && res.Token == drafts[j] && len(l.forced) == 0
+		hit := j < len(drafts) && res.Token == drafts[j]
 		s.emit(l, res)
 		s.specRows.Add(1)
 		if !l.running || !hit || len(l.forced) > 0 {
