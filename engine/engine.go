@@ -1,4 +1,4 @@
-// Package engine loads a model directory and serves generations from it: it
+// Package engine loads a model (a Hugging Face directory or a GGUF file) and serves generations from it: it
 // wires the checkpoint, the backend, the architecture, the tokenizer, the chat
 // template and the scheduler. The server and the CLI talk to an *Engine.
 package engine
@@ -16,8 +16,8 @@ import (
 	"github.com/infernix/infernix/engine/backend/cpu"
 	"github.com/infernix/infernix/engine/backend/cuda"
 	"github.com/infernix/infernix/engine/chat"
+	"github.com/infernix/infernix/engine/gguf"
 	"github.com/infernix/infernix/engine/model"
-	"github.com/infernix/infernix/engine/safetensors"
 	"github.com/infernix/infernix/engine/sched"
 	"github.com/infernix/infernix/engine/tokenizer"
 
@@ -66,36 +66,30 @@ type Engine struct {
 	Backend     backend.Backend
 	Sched       *sched.Scheduler
 	WeightBytes int64
-	weights     *safetensors.Set
+	ck          *checkpoint
 	// Persist is the data directory (nil without one); PrefixTier its
 	// prefix-cache tier for this model (nil when not persisted).
 	Persist    Persister
 	PrefixTier PrefixTier
 }
 
-// Load reads a Hugging Face model directory.
-func Load(dir string, opt Options) (*Engine, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("model directory: %w", err)
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("model directory %s is not a directory", dir)
-	}
-	cfg, err := model.LoadConfig(dir)
+// Load reads a Hugging Face model directory, or a GGUF file (or a
+// directory holding one GGUF file and no config.json).
+func Load(path string, opt Options) (*Engine, error) {
+	ck, err := openCheckpoint(path, opt)
 	if err != nil {
 		return nil, err
 	}
+	cfg := ck.cfg
 	build, err := model.Lookup(cfg.Arch())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+		ck.close()
+		return nil, fmt.Errorf("%s: %w", ck.configName, err)
 	}
-	e := &Engine{Dir: dir, Config: cfg}
-	if e.Gen, err = model.LoadGenerationConfig(dir); err != nil {
-		return nil, err
-	}
+	e := &Engine{Dir: path, Config: cfg, Gen: ck.gen, ck: ck}
 	be, err := newBackend(opt)
 	if err != nil {
+		ck.close()
 		return nil, err
 	}
 	e.Backend = be
@@ -118,7 +112,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 			elem = 2
 		}
 		perBlock := int64(tc.NumHiddenLayers) * 2 * backend.BlockSize * int64(tc.NumKeyValueHeads*tc.HeadDim) * elem
-		if limit := int(kvBudget(be, weightEstimate(dir, opt), opt.GPUMemoryFraction) / max(perBlock, 1)); blocks > limit {
+		if limit := int(kvBudget(be, ck.loadedBytes, opt.GPUMemoryFraction) / max(perBlock, 1)); blocks > limit {
 			blocks = max(limit, (ctx+backend.BlockSize-1)/backend.BlockSize)
 		}
 	}
@@ -126,26 +120,16 @@ func Load(dir string, opt Options) (*Engine, error) {
 	if mopt.MaxBatchTokens <= 0 {
 		mopt.MaxBatchTokens = 512
 	}
-	var ws model.WeightSource
-	if opt.SyntheticWeights {
-		ws = &model.SyntheticWeights{Be: be, Seed: 1}
-	} else {
-		set, err := safetensors.OpenDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		e.weights = set
-		e.WeightBytes = set.Bytes()
-		ws = &model.FileWeights{Set: set, Be: be}
-	}
+	ws := ck.weights(be)
+	e.WeightBytes = ck.loadedBytes
 	if e.Model, err = build(cfg, ws, be, mopt); err != nil {
 		e.Close()
-		return nil, fmt.Errorf("loading %s: %w", dir, err)
+		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
 	if sw, ok := ws.(*model.SyntheticWeights); ok {
 		e.WeightBytes = sw.Bytes
 	}
-	if e.Text, err = LoadText(dir, opt.ChatTemplate); err != nil {
+	if e.Text, err = ck.text(opt.ChatTemplate); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -156,7 +140,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 	sc.MaxLanes = lanes
 	sc.MaxContext = ctx
 	sc.NoPrefixReuse = sc.NoPrefixReuse || opt.NoPrefixReuse
-	sc.PrefixSeed = Fingerprint(cfg, e.weights, 1)
+	sc.PrefixSeed = ck.fingerprint()
 	if err := e.openStore(opt, &sc); err != nil {
 		e.Close()
 		return nil, err
@@ -205,8 +189,21 @@ func kvBudget(be backend.Backend, weightBytes int64, fraction float64) int64 {
 
 // LoadText loads tokenizer.json, tokenizer_config.json and the chat
 // template when present; a directory without them can still score and
-// generate from token ids.
+// generate from token ids. For a GGUF model (a .gguf file, or a directory
+// holding one and no config.json) they come from the file's metadata.
 func LoadText(dir, templateFile string) (*Text, error) {
+	if path, ok := ggufPath(dir); ok {
+		f, err := gguf.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		t, err := ggufText(f, templateFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		}
+		return t, nil
+	}
 	e := &Text{}
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
 		tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
@@ -223,29 +220,36 @@ func LoadText(dir, templateFile string) (*Text, error) {
 		e.TokConfig = tc
 	}
 	src := ""
-	switch {
-	case templateFile != "":
-		b, err := os.ReadFile(templateFile)
-		if err != nil {
-			return nil, fmt.Errorf("--chat-template: %w", err)
-		}
+	if b, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
 		src = string(b)
-	default:
-		if b, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
-			src = string(b)
-		} else if e.TokConfig != nil {
-			src = e.TokConfig.ChatTemplate
-		}
+	} else if e.TokConfig != nil {
+		src = e.TokConfig.ChatTemplate
 	}
-	if src != "" {
-		t, err := chat.Compile("chat_template", src)
-		if err != nil {
-			return nil, fmt.Errorf("chat template: %w", err)
-		}
-		e.Template = t
-		e.TemplateSource = src
+	if err := e.compileTemplate(src, templateFile); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// compileTemplate compiles the --chat-template file when one is given, else
+// the model's own template src ("" for none).
+func (e *Text) compileTemplate(src, templateFile string) error {
+	if templateFile != "" {
+		b, err := os.ReadFile(templateFile)
+		if err != nil {
+			return fmt.Errorf("--chat-template: %w", err)
+		}
+		src = string(b)
+	}
+	if src == "" {
+		return nil
+	}
+	t, err := chat.Compile("chat_template", src)
+	if err != nil {
+		return fmt.Errorf("chat template: %w", err)
+	}
+	e.Template, e.TemplateSource = t, src
+	return nil
 }
 
 // StopTokens are the ids that end a generation: generation_config's and
@@ -275,8 +279,8 @@ func (e *Engine) Close() error {
 	if err := e.closeStore(); err != nil {
 		return err
 	}
-	if e.weights != nil {
-		return e.weights.Close()
+	if e.ck != nil {
+		return e.ck.close()
 	}
 	return nil
 }
@@ -298,20 +302,4 @@ func (t *Text) EOS() string {
 		return ""
 	}
 	return t.TokConfig.EOSToken
-}
-
-// weightEstimate is the checkpoint's size on disk (0 for synthetic weights,
-// which are sized later), for the KV budget.
-func weightEstimate(dir string, opt Options) int64 {
-	if opt.SyntheticWeights {
-		return 0
-	}
-	var n int64
-	files, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	for _, f := range files {
-		if st, err := os.Stat(f); err == nil {
-			n += st.Size()
-		}
-	}
-	return n
 }

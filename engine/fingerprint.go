@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash"
 
+	"github.com/infernix/infernix/engine/gguf"
 	"github.com/infernix/infernix/engine/model"
 	"github.com/infernix/infernix/engine/safetensors"
 )
@@ -25,20 +27,35 @@ func Fingerprint(cfg *model.Config, set *safetensors.Set, syntheticSeed int64) [
 	if set == nil {
 		fmt.Fprintf(h, "\x00synthetic:%d", syntheticSeed)
 	} else {
-		var n [8]byte
 		for _, name := range set.Names() {
 			t := set.Get(name)
-			fmt.Fprintf(h, "\x00%s:%s:%v:", name, t.DType, t.Shape)
-			binary.LittleEndian.PutUint64(n[:], uint64(len(t.Data)))
-			h.Write(n[:])
-			d := t.Data
-			if len(d) <= 2*fingerprintSample {
-				h.Write(d)
-			} else {
-				h.Write(d[:fingerprintSample])
-				h.Write(d[len(d)-fingerprintSample:])
-			}
+			hashTensor(h, fmt.Sprintf("%s:%s:%v:", name, t.DType, t.Shape), t.Data)
 		}
 	}
 	return h.Sum(nil)
+}
+
+// FingerprintGGUF is Fingerprint for a GGUF file: the config its metadata
+// gives, and each tensor's name, type, dims and sampled bytes.
+func FingerprintGGUF(cfg *model.Config, f *gguf.File) []byte {
+	h := sha256.New()
+	h.Write([]byte("infernix-model-v1\x00gguf\x00"))
+	h.Write(cfg.Raw())
+	for _, t := range f.Tensors {
+		hashTensor(h, fmt.Sprintf("%s:%s:%v:", t.Name, t.Type, t.Dims), t.Data)
+	}
+	return h.Sum(nil)
+}
+
+func hashTensor(h hash.Hash, desc string, d []byte) {
+	var n [8]byte
+	h.Write([]byte("\x00" + desc))
+	binary.LittleEndian.PutUint64(n[:], uint64(len(d)))
+	h.Write(n[:])
+	if len(d) <= 2*fingerprintSample {
+		h.Write(d)
+	} else {
+		h.Write(d[:fingerprintSample])
+		h.Write(d[len(d)-fingerprintSample:])
+	}
 }

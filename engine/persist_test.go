@@ -67,7 +67,7 @@ func TestFingerprint(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer e.Close()
-		return Fingerprint(e.Config, e.weights, 1)
+		return e.ck.fingerprint()
 	}
 	a := load("qwen3-tied-f32", Options{ContextLength: 256})
 	cases := []struct {

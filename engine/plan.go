@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/gguf"
 	"github.com/infernix/infernix/engine/model"
 	"github.com/infernix/infernix/engine/safetensors"
 )
@@ -29,11 +30,31 @@ func (p *Plan) Total() int64 {
 const planOverhead = 1 << 30
 
 // MakePlan sizes a model directory (config.json, and the safetensors
-// headers when present) for ctx tokens × lanes on a GPU backend.
+// headers when present) or a GGUF file (its metadata; quantized tensors
+// count expanded to f16, as they load) for ctx tokens × lanes on a GPU
+// backend.
 func MakePlan(dir string, ctx, lanes, batchTokens int) (*Plan, error) {
-	cfg, err := model.LoadConfig(dir)
-	if err != nil {
-		return nil, err
+	var cfg *model.Config
+	var ggufBytes int64
+	if path, ok := ggufPath(dir); ok {
+		f, err := gguf.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := model.GGUFConfig(f)
+		ggufBytes = model.GGUFLoadedBytes(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		if cfg, err = model.ParseConfig(raw); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if cfg, err = model.LoadConfig(dir); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := model.Lookup(cfg.Arch()); err != nil {
 		return nil, err
@@ -48,7 +69,9 @@ func MakePlan(dir string, ctx, lanes, batchTokens int) (*Plan, error) {
 		batchTokens = 512
 	}
 	p := &Plan{Context: ctx, Lanes: lanes, OverheadBytes: planOverhead}
-	if set, err := safetensors.OpenDir(dir); err == nil {
+	if ggufBytes > 0 {
+		p.WeightBytes = ggufBytes
+	} else if set, err := safetensors.OpenDir(dir); err == nil {
 		p.WeightBytes = set.Bytes()
 		set.Close()
 	} else if !os.IsNotExist(err) && hasSafetensors(dir) {

@@ -103,6 +103,9 @@ func New(e *engine.Engine, cfg Config) (*Server, error) {
 		modelName: cfg.ModelName, created: time.Now().Unix(), thinkOpen: -1, thinkClose: -1, toolCallOpen: -1, toolCallClose: -1}
 	if s.modelName == "" {
 		s.modelName = filepath.Base(filepath.Clean(e.Dir))
+		if ext := filepath.Ext(s.modelName); strings.EqualFold(ext, ".gguf") {
+			s.modelName = strings.TrimSuffix(s.modelName, ext)
+		}
 	}
 	s.vocab = e.Config.VocabSize
 	s.ctxLen = e.Sched.Config().MaxContext

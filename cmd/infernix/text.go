@@ -21,8 +21,8 @@ func loadText(dir, templateFile string) (*engine.Text, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("--model DIR is required")
 	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("model directory %s not found", dir)
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("model %s not found", dir)
 	}
 	t, err := engine.LoadText(dir, templateFile)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/infernix/infernix/engine/internal/mmap"
 )
 
 // DType is a tensor element type as written in the safetensors header.
@@ -87,13 +89,13 @@ type File struct {
 
 // Open maps path and parses its header.
 func Open(path string) (*File, error) {
-	data, err := mapFile(path)
+	data, err := mmap.Map(path)
 	if err != nil {
 		return nil, err
 	}
 	f, err := parse(path, data)
 	if err != nil {
-		unmapFile(data)
+		mmap.Unmap(data)
 		return nil, err
 	}
 	return f, nil
@@ -159,7 +161,7 @@ func (f *File) Close() error {
 	}
 	m := f.mapping
 	f.mapping = nil
-	return unmapFile(m)
+	return mmap.Unmap(m)
 }
 
 // Set is every tensor of a model directory: one file, or the shards named by

@@ -1,6 +1,8 @@
 //go:build unix
 
-package safetensors
+// Package mmap maps files read-only: model readers hand out tensor bytes
+// that alias the map, so gigabytes are never copied at load.
+package mmap
 
 import (
 	"fmt"
@@ -9,7 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func mapFile(path string) ([]byte, error) {
+// Map maps path read-only; an empty file gives an empty slice.
+func Map(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -29,7 +32,8 @@ func mapFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-func unmapFile(b []byte) error {
+// Unmap releases a slice Map returned.
+func Unmap(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
