@@ -126,8 +126,11 @@ func Load(path string, opt Options) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
-	if sw, ok := ws.(*model.SyntheticWeights); ok {
-		e.WeightBytes = sw.Bytes
+	switch w := ws.(type) {
+	case *model.SyntheticWeights:
+		e.WeightBytes = w.Bytes
+	case *model.GGUFWeights:
+		e.WeightBytes = w.Bytes
 	}
 	if e.Text, err = ck.text(opt.ChatTemplate); err != nil {
 		e.Close()

@@ -24,7 +24,19 @@ const (
 	F32 DType = iota
 	F16
 	BF16
+	// Q8_0 is ggml's block_q8_0: each run of 32 values of a row is an f16
+	// scale d and 32 int8 q, value = float32(q)·d. Rows are whole blocks.
+	// Only backends whose QuantizedWeights says so take it.
+	Q8_0
 )
+
+// QuantizedWeights is an optional capability of backends that keep
+// block-quantized weights as stored and multiply with them directly
+// (dequantizing as ggml's reference does, then f32 arithmetic). Loaders
+// find it by type assertion and expand the weights otherwise.
+type QuantizedWeights interface {
+	Quantized(dt DType) bool
+}
 
 func (d DType) String() string {
 	switch d {
@@ -34,16 +46,29 @@ func (d DType) String() string {
 		return "F16"
 	case BF16:
 		return "BF16"
+	case Q8_0:
+		return "Q8_0"
 	}
 	return fmt.Sprintf("DType(%d)", d)
 }
 
-// Size is the element size in bytes.
+// Size is the element size in bytes (0 for block types: see RowBytes).
 func (d DType) Size() int {
-	if d == F32 {
+	switch d {
+	case F32:
 		return 4
+	case F16, BF16:
+		return 2
 	}
-	return 2
+	return 0
+}
+
+// RowBytes is the size of n values (for block types, n whole blocks' worth).
+func (d DType) RowBytes(n int) int {
+	if d == Q8_0 {
+		return n / 32 * 34
+	}
+	return n * d.Size()
 }
 
 // BlockSize is the number of token slots in one KV block (and one prefix-cache block).

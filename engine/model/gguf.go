@@ -145,13 +145,15 @@ func GGUFGenerationConfig(f *gguf.File) *GenerationConfig {
 }
 
 // GGUFWeights serves a GGUF file's tensors under the Hugging Face names the
-// architectures ask for. Quantized tensors are expanded at load to f16
-// (f32 where a value exceeds f16's range): the backends have no quantized
-// products yet, so a Q4_K file takes the memory of its f16 original.
+// architectures ask for. Q8_0 tensors stay Q8_0 on a backend that
+// multiplies them (backend.QuantizedWeights: the CPU backend); other
+// quantized tensors, and Q8_0 elsewhere, are expanded at load to f16 (f32
+// where a value exceeds f16's range), taking the memory of an f16 original.
 type GGUFWeights struct {
-	File *gguf.File
-	Be   backend.Backend
-	used map[string]bool
+	File  *gguf.File
+	Be    backend.Backend
+	Bytes int64 // what the tensors served so far take on the backend
+	used  map[string]bool
 }
 
 var (
@@ -211,10 +213,21 @@ func (w *GGUFWeights) Has(name string) bool {
 }
 
 func (w *GGUFWeights) Tensor(name string, shape ...int) (backend.Tensor, error) {
+	dt, data, err := w.tensorData(name, shape)
+	if err != nil {
+		return nil, err
+	}
+	w.Bytes += int64(len(data))
+	return w.Be.Upload(name, dt, shape, data)
+}
+
+// tensorData finds name's GGUF tensor (or expert slice), checks its dims
+// against shape and returns its bytes in the dtype the backend will hold.
+func (w *GGUFWeights) tensorData(name string, shape []int) (backend.DType, []byte, error) {
 	g, expert, ok := GGUFName(name)
 	t := w.File.Tensor(g)
 	if !ok || t == nil {
-		return nil, fmt.Errorf("missing tensor %q (GGUF %q, expected shape %v)", name, g, shape)
+		return 0, nil, fmt.Errorf("missing tensor %q (GGUF %q, expected shape %v)", name, g, shape)
 	}
 	// GGUF dims run the other way: [in, out(, experts)].
 	want := make([]int, len(shape))
@@ -224,13 +237,13 @@ func (w *GGUFWeights) Tensor(name string, shape ...int) (backend.Tensor, error) 
 	data, dims := t.Data, t.Dims
 	if expert >= 0 {
 		if len(dims) != len(want)+1 || expert >= dims[len(dims)-1] {
-			return nil, fmt.Errorf("GGUF tensor %q has dims %v: no expert %d of shape %v", g, dims, expert, want)
+			return 0, nil, fmt.Errorf("GGUF tensor %q has dims %v: no expert %d of shape %v", g, dims, expert, want)
 		}
 		per := t.Type.RowBytes(t.Elements() / dims[len(dims)-1])
 		data, dims = data[expert*per:(expert+1)*per], dims[:len(dims)-1]
 	}
 	if !sameShape(dims, want) {
-		return nil, fmt.Errorf("GGUF tensor %q has dims %v, expected %v (Hugging Face %s %v)", g, dims, want, name, shape)
+		return 0, nil, fmt.Errorf("GGUF tensor %q has dims %v, expected %v (Hugging Face %s %v)", g, dims, want, name, shape)
 	}
 	if w.used == nil {
 		w.used = map[string]bool{}
@@ -238,11 +251,15 @@ func (w *GGUFWeights) Tensor(name string, shape ...int) (backend.Tensor, error) 
 	w.used[g] = true
 	switch t.Type {
 	case gguf.F32:
-		return w.Be.Upload(name, backend.F32, shape, data)
+		return backend.F32, data, nil
 	case gguf.F16:
-		return w.Be.Upload(name, backend.F16, shape, data)
+		return backend.F16, data, nil
 	case gguf.BF16:
-		return w.Be.Upload(name, backend.BF16, shape, data)
+		return backend.BF16, data, nil
+	case gguf.Q8_0:
+		if q, ok := w.Be.(backend.QuantizedWeights); ok && q.Quantized(backend.Q8_0) {
+			return backend.Q8_0, data, nil
+		}
 	}
 	n := 1
 	for _, d := range shape {
@@ -250,9 +267,9 @@ func (w *GGUFWeights) Tensor(name string, shape ...int) (backend.Tensor, error) 
 	}
 	out, dt, err := expand(t.Type, data, n)
 	if err != nil {
-		return nil, fmt.Errorf("GGUF tensor %q: %w", g, err)
+		return 0, nil, fmt.Errorf("GGUF tensor %q: %w", g, err)
 	}
-	return w.Be.Upload(name, dt, shape, out)
+	return dt, out, nil
 }
 
 // expand dequantizes n elements of type typ into f16 bytes, or f32 where a
@@ -320,8 +337,9 @@ func (w *GGUFWeights) Unused() []string {
 	return out
 }
 
-// GGUFLoadedBytes is the memory a file's tensors take once loaded: plain
-// types as stored, quantized ones expanded to f16.
+// GGUFLoadedBytes is the memory a file's tensors take once loaded on a
+// backend without quantized weights: plain types as stored, quantized ones
+// expanded to f16 (an upper bound where Q8_0 stays as stored).
 func GGUFLoadedBytes(f *gguf.File) int64 {
 	var n int64
 	for _, t := range f.Tensors {

@@ -18,7 +18,13 @@ type Tensor struct {
 	dt         backend.DType
 	f32        []float32
 	u16        []uint16
+	q          []byte // Q8_0 blocks
 }
+
+var _ backend.QuantizedWeights = (*Backend)(nil)
+
+// Quantized: the CPU backend multiplies Q8_0 weights as stored.
+func (b *Backend) Quantized(dt backend.DType) bool { return dt == backend.Q8_0 }
 
 func (t *Tensor) Shape() []int         { return []int{t.rows, t.cols} }
 func (t *Tensor) DType() backend.DType { return t.dt }
@@ -60,11 +66,18 @@ func (b *Backend) Upload(name string, dt backend.DType, shape []int, data []byte
 		}
 	}
 	n := rows * cols
-	if len(data) != n*dt.Size() {
+	if dt == backend.Q8_0 && cols%32 != 0 {
+		return nil, fmt.Errorf("tensor %s: Q8_0 rows of %d are not whole blocks of 32", name, cols)
+	}
+	if len(data) != dt.RowBytes(n) || dt > backend.Q8_0 {
 		return nil, fmt.Errorf("tensor %s: %d bytes for %v %v", name, len(data), dt, shape)
 	}
 	t := &Tensor{rows: rows, cols: cols, dt: dt}
 	if n == 0 {
+		return t, nil
+	}
+	if dt == backend.Q8_0 {
+		t.q = data
 		return t, nil
 	}
 	aligned := uintptr(unsafe.Pointer(&data[0]))%uintptr(dt.Size()) == 0
@@ -99,7 +112,7 @@ func (b *Backend) Reshape(t backend.Tensor, rows, cols int) backend.Tensor {
 	if rows*cols != c.rows*c.cols {
 		panic(fmt.Sprintf("cpu: Reshape %dx%d to %dx%d", c.rows, c.cols, rows, cols))
 	}
-	return &Tensor{rows: rows, cols: cols, dt: c.dt, f32: c.f32, u16: c.u16}
+	return &Tensor{rows: rows, cols: cols, dt: c.dt, f32: c.f32, u16: c.u16, q: c.q}
 }
 
 func (b *Backend) ReadRows(t backend.Tensor, dst []float32) {

@@ -59,3 +59,16 @@ func dotF16(a []uint16, b []float32) float32 {
 	}
 	return s
 }
+
+//go:noescape
+func dotQ8_0AVX2(a *byte, b *float32, blocks int) float32
+
+// dotQ8_0 is the dot of a row of Q8_0 blocks with b (len(b) = 32 blocks).
+func dotQ8_0(a []byte, b []float32) float32 {
+	n := len(a) / 34
+	if !hasF16C || n == 0 {
+		return dotQ8_0Generic(a, b)
+	}
+	_ = b[32*n-1]
+	return dotQ8_0AVX2(&a[0], &b[0], n)
+}

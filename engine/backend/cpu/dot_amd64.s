@@ -134,3 +134,53 @@ f_done:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// func dotQ8_0AVX2(a *byte, b *float32, blocks int) float32
+// a holds blocks Q8_0 blocks (34 bytes: f16 scale, 32 int8); each value is
+// dequantized (float32(q)·d) before its fused multiply-add. Needs F16C.
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ CX, CX
+	JZ   q8_done
+q8_loop:
+	MOVWLZX (SI), AX
+	MOVQ AX, X8
+	VCVTPH2PS X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVSXBD 2(SI), Y4
+	VCVTDQ2PS Y4, Y4
+	VMULPS Y8, Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	VPMOVSXBD 10(SI), Y5
+	VCVTDQ2PS Y5, Y5
+	VMULPS Y8, Y5, Y5
+	VFMADD231PS 32(DI), Y5, Y1
+	VPMOVSXBD 18(SI), Y6
+	VCVTDQ2PS Y6, Y6
+	VMULPS Y8, Y6, Y6
+	VFMADD231PS 64(DI), Y6, Y2
+	VPMOVSXBD 26(SI), Y7
+	VCVTDQ2PS Y7, Y7
+	VMULPS Y8, Y7, Y7
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  q8_loop
+q8_done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET

@@ -24,6 +24,10 @@ func rowF32(w *Tensor, r int, buf []float32) []float32 {
 	switch {
 	case w.f32 != nil:
 		return w.f32[lo:hi]
+	case w.dt == backend.Q8_0:
+		buf = buf[:w.cols]
+		dequantQ8_0(w.q[lo/32*34:hi/32*34], buf)
+		return buf
 	case w.dt == backend.F16:
 		src := w.u16[lo:hi]
 		buf = buf[:len(src)]
@@ -38,5 +42,16 @@ func rowF32(w *Tensor, r int, buf []float32) []float32 {
 			buf[i] = math.Float32frombits(uint32(h) << 16)
 		}
 		return buf
+	}
+}
+
+// dequantQ8_0 expands Q8_0 blocks into dst: float32(q)·d, as ggml does.
+func dequantQ8_0(src []byte, dst []float32) {
+	for b := 0; b < len(dst)/32; b++ {
+		blk := src[34*b : 34*b+34]
+		d := f16Table[uint16(blk[0])|uint16(blk[1])<<8]
+		for j, q := range blk[2:] {
+			dst[32*b+j] = float32(int8(q)) * d
+		}
 	}
 }

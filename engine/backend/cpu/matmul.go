@@ -66,6 +66,11 @@ func matVec(out, x []float32, w *Tensor, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			out[r] = dotBF16(w.u16[r*I:(r+1)*I], x)
 		}
+	case w.dt == backend.Q8_0:
+		rb := I / 32 * 34
+		for r := lo; r < hi; r++ {
+			out[r] = dotQ8_0(w.q[r*rb:(r+1)*rb], x)
+		}
 	default:
 		for r := lo; r < hi; r++ {
 			out[r] = dotF16(w.u16[r*I:(r+1)*I], x)
@@ -92,6 +97,21 @@ func dotGeneric(a, b []float32) float32 {
 		s0 += a[i] * b[i]
 	}
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+}
+
+// dotQ8_0Generic is the dot of Q8_0 blocks with b, each value dequantized
+// (float32(q)·d) before its product, as the AVX2 version does.
+func dotQ8_0Generic(a []byte, b []float32) float32 {
+	var s [8]float32
+	for blk := 0; blk < len(a)/34; blk++ {
+		q := a[34*blk : 34*blk+34]
+		d := f16Table[uint16(q[0])|uint16(q[1])<<8]
+		x := b[32*blk : 32*blk+32]
+		for j := 0; j < 32; j++ {
+			s[j%8] += float32(int8(q[2+j])) * d * x[j]
+		}
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
 }
 
 func dotBF16Generic(a []uint16, b []float32) float32 {
