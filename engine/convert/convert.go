@@ -12,12 +12,15 @@ package convert
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/gguf"
@@ -48,47 +51,60 @@ type Options struct {
 	EmbeddingProbe bool
 }
 
-// Write converts the checkpoint in dir into the GGUF file out.
+// Write converts the checkpoint in dir into the GGUF file out, reading
+// and converting one tensor at a time.
 func Write(dir, out string, opt Options) error {
-	w, err := Build(dir, opt)
+	w, set, err := build(dir, opt)
 	if err != nil {
 		return err
 	}
+	defer set.Close()
 	return w.WriteFile(out)
 }
 
-// Build returns the GGUF writer for the checkpoint in dir.
-func Build(dir string, opt Options) (*gguf.Writer, error) {
-	t := opt.Type
-	if !t.Supported() {
-		return nil, fmt.Errorf("type %s is not supported (supported: %s)", t, gguf.SupportedTypes())
-	}
-	cfg, err := model.LoadConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	arch, ok := ggufArch[cfg.ModelType]
-	if !ok {
-		return nil, fmt.Errorf("model_type %q cannot be written as GGUF (supported: qwen3, qwen3_moe)", cfg.ModelType)
-	}
-	set, err := safetensors.OpenDir(dir)
+// Encode returns the GGUF image of the checkpoint in dir.
+func Encode(dir string, opt Options) ([]byte, error) {
+	w, set, err := build(dir, opt)
 	if err != nil {
 		return nil, err
 	}
 	defer set.Close()
+	return w.Bytes()
+}
+
+// build returns the writer, whose tensors read set when written.
+func build(dir string, opt Options) (*gguf.Writer, *safetensors.Set, error) {
+	t := opt.Type
+	if !t.Supported() {
+		return nil, nil, fmt.Errorf("type %s is not supported (supported: %s)", t, gguf.SupportedTypes())
+	}
+	cfg, err := model.LoadConfig(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	arch, ok := ggufArch[cfg.ModelType]
+	if !ok {
+		return nil, nil, fmt.Errorf("model_type %q cannot be written as GGUF (supported: qwen3, qwen3_moe)", cfg.ModelType)
+	}
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	w := &gguf.Writer{}
 	w.String("general.architecture", arch)
 	w.String("general.name", filepath.Base(filepath.Clean(dir)))
 	w.Uint32("general.file_type", fileType[t])
 	w.Uint32("general.quantization_version", 2)
 	writeConfig(w, arch, cfg)
-	if err := writeTokenizer(w, dir, cfg); err != nil {
-		return nil, err
+	err = writeTokenizer(w, dir, cfg)
+	if err == nil {
+		err = writeTensors(w, set, opt)
 	}
-	if err := writeTensors(w, set, opt); err != nil {
-		return nil, err
+	if err != nil {
+		set.Close()
+		return nil, nil, err
 	}
-	return w, nil
+	return w, set, nil
 }
 
 func writeConfig(w *gguf.Writer, arch string, cfg *model.Config) {
@@ -265,14 +281,10 @@ func writeTensors(w *gguf.Writer, set *safetensors.Set, opt Options) error {
 	}
 	sort.SliceStable(order, func(i, j int) bool { return tensorRank(order[i]) < tensorRank(order[j]) })
 	for _, g := range order {
-		var vals []float32
 		var shape []int
+		var parts []*safetensors.Tensor
 		if st := plain[g]; st != nil {
-			v, err := floats(st)
-			if err != nil {
-				return err
-			}
-			vals, shape = v, st.Shape
+			shape, parts = st.Shape, []*safetensors.Tensor{st}
 		} else {
 			s := stacks[g]
 			for e := 0; e < len(s.experts); e++ {
@@ -280,37 +292,86 @@ func writeTensors(w *gguf.Writer, set *safetensors.Set, opt Options) error {
 				if st == nil {
 					return fmt.Errorf("GGUF %s: expert %d of %d is missing", g, e, len(s.experts))
 				}
-				v, err := floats(st)
-				if err != nil {
-					return err
-				}
-				vals = append(vals, v...)
-				shape = append([]int{len(s.experts)}, st.Shape...)
+				parts = append(parts, st)
 			}
+			shape = append([]int{len(parts)}, parts[0].Shape...)
 		}
 		dims := make([]int, len(shape))
 		for i, d := range shape {
 			dims[len(shape)-1-i] = d
 		}
 		tt := t
+		zero := false
 		switch {
 		case len(dims) == 1 || strings.HasSuffix(g, "ffn_gate_inp.weight"): // llama.cpp keeps routers unquantized
 			tt = gguf.F32
 		case opt.EmbeddingProbe && g != "token_embd.weight":
-			tt = gguf.F32
-			if strings.HasPrefix(g, "blk.") {
-				clear(vals)
-			}
+			tt, zero = gguf.F32, strings.HasPrefix(g, "blk.")
 		case dims[0]%t.BlockSize() != 0:
 			tt = gguf.F16
 		}
-		data, err := gguf.Quantize(tt, vals)
-		if err != nil {
-			return fmt.Errorf("GGUF %s: %w", g, err)
-		}
-		w.Tensor(g, dims, tt, data)
+		w.TensorFunc(g, dims, tt, func() ([]byte, error) {
+			var vals []float32
+			for _, st := range parts {
+				if !sameShape(st.Shape, parts[0].Shape) {
+					return nil, fmt.Errorf("GGUF %s: experts of shapes %v and %v", g, parts[0].Shape, st.Shape)
+				}
+				v, err := floats(st)
+				if err != nil {
+					return nil, err
+				}
+				if len(parts) == 1 {
+					vals = v
+				} else {
+					vals = append(vals, v...)
+				}
+			}
+			if zero {
+				clear(vals)
+			}
+			b, err := quantize(tt, vals, dims[0])
+			if err != nil {
+				return nil, fmt.Errorf("GGUF %s: %w", g, err)
+			}
+			return b, nil
+		})
 	}
 	return nil
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// quantize is gguf.Quantize over rows of rowLen values, in parallel
+// chunks of whole rows.
+func quantize(t gguf.Type, vals []float32, rowLen int) ([]byte, error) {
+	rows := len(vals) / rowLen
+	per := max(1, (1<<20)/rowLen) // rows a chunk
+	out := make([]byte, t.RowBytes(len(vals)))
+	rb := t.RowBytes(rowLen)
+	var wg sync.WaitGroup
+	errs := make([]error, (rows+per-1)/per)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for c := range errs {
+		lo, hi := c*per, min((c+1)*per, rows)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[c] = gguf.QuantizeInto(t, vals[lo*rowLen:hi*rowLen], out[lo*rb:hi*rb])
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 // tensorRank orders tensors as llama.cpp's converter does: embedding,

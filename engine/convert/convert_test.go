@@ -92,11 +92,7 @@ func TestLlamaCppReference(t *testing.T) {
 			if probe {
 				bound = probeBounds[typ != gguf.F32 && typ != gguf.F16 && typ != gguf.BF16 && typ != gguf.Q8_0]
 			}
-			w, err := convert.Build(filepath.Join(testdata, "models", "demo"), convert.Options{Type: typ, EmbeddingProbe: probe})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := w.Bytes()
+			b, err := convert.Encode(filepath.Join(testdata, "models", "demo"), convert.Options{Type: typ, EmbeddingProbe: probe})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,8 +2,10 @@ package gguf
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -261,4 +263,33 @@ func FuzzParse(f *testing.F) {
 			Dequantize(tt.Type, tt.Data[:tt.Type.RowBytes(len(y))], y)
 		}
 	})
+}
+
+// TestTensorFunc: lazily made tensors are written like eager ones, and a
+// maker that returns the wrong size or fails stops the write.
+func TestTensorFunc(t *testing.T) {
+	data := make([]byte, 34)
+	data[0] = 0x3c
+	var eager, lazy Writer
+	eager.Tensor("t", []int{32}, Q8_0, data)
+	lazy.TensorFunc("t", []int{32}, Q8_0, func() ([]byte, error) { return data, nil })
+	a, _ := eager.Bytes()
+	b, err := lazy.Bytes()
+	if err != nil || string(a) != string(b) {
+		t.Fatalf("lazy tensor written differently: %v", err)
+	}
+	var short Writer
+	short.TensorFunc("t", []int{32}, Q8_0, func() ([]byte, error) { return data[:33], nil })
+	if _, err := short.Bytes(); err == nil || !strings.Contains(err.Error(), "made 33 bytes") {
+		t.Errorf("short tensor: %v", err)
+	}
+	var failing Writer
+	failing.TensorFunc("t", []int{32}, Q8_0, func() ([]byte, error) { return nil, fmt.Errorf("disk gone") })
+	path := filepath.Join(t.TempDir(), "f.gguf")
+	if err := failing.WriteFile(path); err == nil || !strings.Contains(err.Error(), "disk gone") {
+		t.Errorf("failing tensor: %v", err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("a failed write left a file")
+	}
 }

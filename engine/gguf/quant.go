@@ -18,10 +18,20 @@ func Quantize(t Type, x []float32) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("type %s is not supported (supported: %s)", t, SupportedTypes())
 	}
-	if len(x)%ti.block != 0 {
-		return nil, fmt.Errorf("%s: %d elements are not whole blocks of %d", t, len(x), ti.block)
-	}
 	out := make([]byte, len(x)/ti.block*ti.bytes)
+	return out, QuantizeInto(t, x, out)
+}
+
+// QuantizeInto is Quantize into out, which must be t.RowBytes(len(x)) long.
+func QuantizeInto(t Type, x []float32, out []byte) error {
+	ti, ok := types[t]
+	if !ok {
+		return fmt.Errorf("type %s is not supported (supported: %s)", t, SupportedTypes())
+	}
+	if len(x)%ti.block != 0 || len(out) != len(x)/ti.block*ti.bytes {
+		return fmt.Errorf("%s: %d elements are not whole blocks of %d, or %d bytes do not hold them", t, len(x), ti.block, len(out))
+	}
+	clear(out)
 	for i := 0; i < len(x)/ti.block; i++ {
 		b := out[i*ti.bytes : (i+1)*ti.bytes]
 		v := x[i*ti.block : (i+1)*ti.block]
@@ -52,7 +62,7 @@ func Quantize(t Type, x []float32) ([]byte, error) {
 			quantQ6K(v, b)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, backend.Float32ToHalf(f)) }

@@ -17,6 +17,7 @@ type Writer struct {
 	nkv     int
 	keys    map[string]bool
 	tensors []*Tensor
+	produce []func() ([]byte, error) // per tensor; nil: Data is set
 	err     error
 }
 
@@ -81,7 +82,24 @@ func (w *Writer) Int32s(k string, v []int32) {
 // Tensor adds a tensor; dims are in GGUF order (contiguous axis first) and
 // data must be exactly the type's size for them.
 func (w *Writer) Tensor(name string, dims []int, t Type, data []byte) {
-	tt := &Tensor{Name: name, Dims: append([]int(nil), dims...), Type: t, Data: data}
+	w.add(name, dims, t, len(data), nil)
+	if len(w.tensors) > 0 {
+		w.tensors[len(w.tensors)-1].Data = data
+	}
+}
+
+// TensorFunc adds a tensor whose bytes produce makes when the file is
+// written, so that a converter holds one tensor in memory at a time.
+func (w *Writer) TensorFunc(name string, dims []int, t Type, produce func() ([]byte, error)) {
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	w.add(name, dims, t, t.RowBytes(n), produce)
+}
+
+func (w *Writer) add(name string, dims []int, t Type, size int, produce func() ([]byte, error)) {
+	tt := &Tensor{Name: name, Dims: append([]int(nil), dims...), Type: t}
 	ti, ok := types[t]
 	switch {
 	case w.err != nil:
@@ -89,10 +107,11 @@ func (w *Writer) Tensor(name string, dims []int, t Type, data []byte) {
 		w.err = fmt.Errorf("gguf: tensor %q: type %s is not supported", name, t)
 	case len(dims) == 0 || dims[0]%ti.block != 0:
 		w.err = fmt.Errorf("gguf: tensor %q: dims %v are not whole %s blocks", name, dims, t)
-	case len(data) != t.RowBytes(tt.Elements()):
-		w.err = fmt.Errorf("gguf: tensor %q: %d bytes for %s %v", name, len(data), t, dims)
+	case size != t.RowBytes(tt.Elements()):
+		w.err = fmt.Errorf("gguf: tensor %q: %d bytes for %s %v", name, size, t, dims)
 	}
 	w.tensors = append(w.tensors, tt)
+	w.produce = append(w.produce, produce)
 }
 
 // WriteTo writes the file's image to out.
@@ -116,20 +135,30 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 		}
 		put(&h, uint32(t.Type))
 		put(&h, uint64(off))
-		off = align(off + len(t.Data))
+		off = align(off + t.Type.RowBytes(t.Elements()))
 	}
 	h.Write(make([]byte, align(h.Len())-h.Len()))
 	n, err := out.Write(h.Bytes())
 	total := int64(n)
 	var pad [DefaultAlignment]byte
-	for _, t := range w.tensors {
+	for i, t := range w.tensors {
 		if err != nil {
 			break
 		}
-		n, err = out.Write(t.Data)
+		data := t.Data
+		if w.produce[i] != nil {
+			if data, err = w.produce[i](); err != nil {
+				break
+			}
+			if len(data) != t.Type.RowBytes(t.Elements()) {
+				err = fmt.Errorf("gguf: tensor %q: made %d bytes for %s %v", t.Name, len(data), t.Type, t.Dims)
+				break
+			}
+		}
+		n, err = out.Write(data)
 		total += int64(n)
 		if err == nil {
-			n, err = out.Write(pad[:align(len(t.Data))-len(t.Data)])
+			n, err = out.Write(pad[:align(len(data))-len(data)])
 			total += int64(n)
 		}
 	}
