@@ -38,6 +38,15 @@ type QuantizedWeights interface {
 	Quantized(dt DType) bool
 }
 
+// HalfWeights is an optional capability of backends whose fast products
+// take one 16-bit float type (the CUDA backend's are BF16 kernels and
+// cuBLASLt BF16 GEMMs). Loaders that must convert weights anyway (GGUF's
+// quantized and f16 tensors) produce that type; without the capability
+// they produce F16.
+type HalfWeights interface {
+	HalfDType() DType // F16 or BF16
+}
+
 func (d DType) String() string {
 	switch d {
 	case F32:

@@ -147,8 +147,11 @@ func GGUFGenerationConfig(f *gguf.File) *GenerationConfig {
 // GGUFWeights serves a GGUF file's tensors under the Hugging Face names the
 // architectures ask for. Q8_0 tensors stay Q8_0 on a backend that
 // multiplies them (backend.QuantizedWeights: the CPU backend); other
-// quantized tensors, and Q8_0 elsewhere, are expanded at load to f16 (f32
-// where a value exceeds f16's range), taking the memory of an f16 original.
+// quantized tensors, and Q8_0 elsewhere, are expanded at load to the
+// backend's 16-bit type (backend.HalfWeights: BF16 on CUDA; else f16, or
+// f32 where a value exceeds f16's range), taking the memory of a 16-bit
+// original. F16 tensors become BF16 on a BF16 backend, whose fast products
+// take no f16.
 type GGUFWeights struct {
 	File  *gguf.File
 	Be    backend.Backend
@@ -249,11 +252,17 @@ func (w *GGUFWeights) tensorData(name string, shape []int) (backend.DType, []byt
 		w.used = map[string]bool{}
 	}
 	w.used[g] = true
+	half := backend.F16
+	if h, ok := w.Be.(backend.HalfWeights); ok {
+		half = h.HalfDType()
+	}
 	switch t.Type {
 	case gguf.F32:
 		return backend.F32, data, nil
 	case gguf.F16:
-		return backend.F16, data, nil
+		if half == backend.F16 {
+			return backend.F16, data, nil
+		}
 	case gguf.BF16:
 		return backend.BF16, data, nil
 	case gguf.Q8_0:
@@ -265,18 +274,18 @@ func (w *GGUFWeights) tensorData(name string, shape []int) (backend.DType, []byt
 	for _, d := range shape {
 		n *= d
 	}
-	out, dt, err := expand(t.Type, data, n)
+	out, dt, err := expand(t.Type, data, n, half)
 	if err != nil {
 		return 0, nil, fmt.Errorf("GGUF tensor %q: %w", g, err)
 	}
 	return dt, out, nil
 }
 
-// expand dequantizes n elements of type typ into f16 bytes, or f32 where a
-// value is beyond f16's range; in parallel chunks of whole blocks, each
-// through a small f32 buffer, so that an embedding of billions of values
-// needs no f32 copy of itself.
-func expand(typ gguf.Type, data []byte, n int) ([]byte, backend.DType, error) {
+// expand dequantizes n elements of type typ into half (F16 or BF16) bytes;
+// f16 becomes f32 where a value is beyond its range. In parallel chunks of
+// whole blocks, each through a small f32 buffer, so that an embedding of
+// billions of values needs no f32 copy of itself.
+func expand(typ gguf.Type, data []byte, n int, half backend.DType) ([]byte, backend.DType, error) {
 	const chunk = 1 << 16 // elements; a multiple of every block size
 	out := make([]byte, 2*n)
 	var (
@@ -300,6 +309,12 @@ func expand(typ gguf.Type, data []byte, n int) ([]byte, backend.DType, error) {
 				mu.Unlock()
 				return
 			}
+			if half == backend.BF16 {
+				for i, v := range vals {
+					binary.LittleEndian.PutUint16(out[2*(lo+i):], backend.Float32ToBF16(v))
+				}
+				return
+			}
 			for i, v := range vals {
 				if v > 65504 || v < -65504 {
 					overflow.Store(true)
@@ -313,7 +328,7 @@ func expand(typ gguf.Type, data []byte, n int) ([]byte, backend.DType, error) {
 		return nil, 0, firstErr
 	}
 	if !overflow.Load() {
-		return out, backend.F16, nil
+		return out, half, nil
 	}
 	vals := make([]float32, n)
 	if err := gguf.Dequantize(typ, data, vals); err != nil {
@@ -339,7 +354,7 @@ func (w *GGUFWeights) Unused() []string {
 
 // GGUFLoadedBytes is the memory a file's tensors take once loaded on a
 // backend without quantized weights: plain types as stored, quantized ones
-// expanded to f16 (an upper bound where Q8_0 stays as stored).
+// expanded to 16 bits (an upper bound where Q8_0 stays as stored).
 func GGUFLoadedBytes(f *gguf.File) int64 {
 	var n int64
 	for _, t := range f.Tensors {

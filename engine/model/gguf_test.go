@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestExpand(t *testing.T) {
 		}
 		want := make([]float32, len(x))
 		gguf.Dequantize(gguf.Q8_0, q, want)
-		out, dt, err := expand(gguf.Q8_0, q, len(x))
+		out, dt, err := expand(gguf.Q8_0, q, len(x), backend.F16)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,6 +71,109 @@ func TestExpand(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestExpandBF16: into bf16 there is no overflow, and each value is the
+// dequantized one rounded once.
+func TestExpandBF16(t *testing.T) {
+	x := make([]float32, 1<<16+96)
+	for i := range x {
+		x[i] = float32(i%97)*0.37 - 11
+	}
+	x[5] = 3e5 // past f16's range
+	q, err := gguf.Quantize(gguf.Q8_0, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, len(x))
+	gguf.Dequantize(gguf.Q8_0, q, want)
+	out, dt, err := expand(gguf.Q8_0, q, len(x), backend.BF16)
+	if err != nil || dt != backend.BF16 || len(out) != 2*len(x) {
+		t.Fatalf("dtype %v, %d bytes, %v", dt, len(out), err)
+	}
+	for i, w := range want {
+		if got := binary.LittleEndian.Uint16(out[2*i:]); got != backend.Float32ToBF16(w) {
+			t.Fatalf("element %d = %#x, want %#x (%v)", i, got, backend.Float32ToBF16(w), w)
+		}
+	}
+}
+
+// halfBackend is a backend that only answers the loader's capability
+// questions; tensorData never calls anything else.
+type halfBackend struct {
+	backend.Backend
+	half  backend.DType
+	quant bool
+}
+
+func (b halfBackend) HalfDType() backend.DType        { return b.half }
+func (b halfBackend) Quantized(dt backend.DType) bool { return b.quant && dt == backend.Q8_0 }
+
+type plainBackend struct{ backend.Backend }
+
+// TestGGUFTensorDTypes: what each stored type becomes on a backend without
+// capabilities (f16), one whose products are bf16 (CUDA), and one that keeps
+// Q8_0 (CPU).
+func TestGGUFTensorDTypes(t *testing.T) {
+	types := []gguf.Type{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_K}
+	// Layer i holds a 4-row matrix of types[i]; rows of 256 (a k-quant block).
+	const rows, cols = 4, 256
+	vals := make([]float32, rows*cols)
+	for i := range vals {
+		vals[i] = float32(i%13)*0.25 - 1.5
+	}
+	var w gguf.Writer
+	for i, typ := range types {
+		data, err := gguf.Quantize(typ, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Tensor(fmt.Sprintf("blk.%d.ffn_up.weight", i), []int{cols, rows}, typ, data)
+	}
+	b, err := w.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		be   backend.Backend
+		want []backend.DType // per stored type
+	}{
+		{plainBackend{}, []backend.DType{backend.F32, backend.F16, backend.BF16, backend.F16, backend.F16}},
+		{halfBackend{half: backend.BF16}, []backend.DType{backend.F32, backend.BF16, backend.BF16, backend.BF16, backend.BF16}},
+		{halfBackend{half: backend.F16, quant: true}, []backend.DType{backend.F32, backend.F16, backend.BF16, backend.Q8_0, backend.F16}},
+	} {
+		gw := &GGUFWeights{File: f, Be: c.be}
+		for i, typ := range types {
+			dt, data, err := gw.tensorData(fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", i), []int{rows, cols})
+			if err != nil {
+				t.Fatalf("%T %v: %v", c.be, typ, err)
+			}
+			if dt != c.want[i] || len(data) != rows*dt.RowBytes(cols) {
+				t.Errorf("%T %v: %v with %d bytes, want %v", c.be, typ, dt, len(data), c.want[i])
+				continue
+			}
+			// Every conversion keeps the values, to the target's rounding.
+			ref := make([]float32, rows*cols)
+			got := make([]float32, rows*cols)
+			gguf.Dequantize(typ, f.Tensors[i].Data, ref)
+			if err := gguf.Dequantize(ggufType(dt), data, got); err != nil {
+				t.Fatal(err)
+			}
+			for j := range ref {
+				if d := got[j] - ref[j]; d > 0.01 || d < -0.01 {
+					t.Fatalf("%T %v→%v: element %d = %v, want %v", c.be, typ, dt, j, got[j], ref[j])
+				}
+			}
+		}
+	}
+}
+
+func ggufType(dt backend.DType) gguf.Type {
+	return map[backend.DType]gguf.Type{backend.F32: gguf.F32, backend.F16: gguf.F16, backend.BF16: gguf.BF16, backend.Q8_0: gguf.Q8_0}[dt]
 }
 
 func float32frombytes(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }

@@ -78,7 +78,7 @@ T=$root/bin/cuda/cuda.test
 group driver 60 "$root/bin/cuda/driver.test" -test.v
 group ops 300 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestMoEGrouped|TestFused|TestHostCopies|TestKVBlockCopy|TestSampleRows|TestShadow|TestGemvfVariants'
 group attention 300 "$T" -test.v -test.run 'TestAttention|TestDecodeSplits'
-group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestModelSkinny|TestGraphsMatchEager|TestFixtures|TestAttnPrepFold|TestAttnDyn'
+group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestModelSkinny|TestGraphsMatchEager|TestFixtures|TestGGUFFixtures|TestAttnPrepFold|TestAttnDyn'
 # hybrid: the hybrid models' operators (kernels/recurrent.cu) against the
 # CPU backend, random Qwen3.5 / Qwen3.5-MoE / Qwen3-Next models of real head
 # dims, and every committed fixture (the hybrid ones included).
@@ -198,6 +198,16 @@ if case " $groups " in *" load "*) ;; *) false ;; esac && [ -x "$root/bin/cuda/i
   cat /tmp/infernix-q8b/*.safetensors > /dev/null
 fi
 [ -d /tmp/infernix-q8b ] && group load 120 "$root/bin/cuda/infernix" bench --device cuda --model /tmp/infernix-q8b --prompt-tokens 512 --decode-tokens 64
+# gguf (not in the default groups): the load group's directory converted to
+# a Q8_0 GGUF file here (`infernix convert`), then loaded (dequantized to
+# bf16 for the fast products) and benchmarked through the engine.
+if case " $groups " in *" gguf "*) ;; *) false ;; esac && [ -x "$root/bin/cuda/infernix" ]; then
+  [ -f /tmp/infernix-q8b/model.safetensors.index.json ] || timeout 200 "$root/bin/cuda/infernix" synth --model "$root/tests/testdata/configs/qwen3-8b" --out /tmp/infernix-q8b 2>&1 | tee -a "$log"
+  echo "== gguf: converting /tmp/infernix-q8b to Q8_0" | tee -a "$log"
+  [ -f /tmp/infernix-q8b.gguf ] || timeout 200 "$root/bin/cuda/infernix" convert --model /tmp/infernix-q8b --out /tmp/infernix-q8b.gguf --type q8_0 2>&1 | tee -a "$log"
+  cat /tmp/infernix-q8b.gguf > /dev/null
+fi
+[ -f /tmp/infernix-q8b.gguf ] && group gguf 150 "$root/bin/cuda/infernix" bench --device cuda --model /tmp/infernix-q8b.gguf --prompt-tokens 512 --decode-tokens 64
 # ttft (issue 9): a 4,096-token prompt through the scheduler, computed in
 # full, then with all but its last block from the prefix cache (one-pass
 # prefill: chunk and batch limits at the prompt length).

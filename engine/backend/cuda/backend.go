@@ -142,6 +142,11 @@ const maxArgs = 24
 var _ backend.Backend = (*Backend)(nil)
 var _ backend.Checker = (*Backend)(nil)
 var _ backend.MemoryReporter = (*Backend)(nil)
+var _ backend.HalfWeights = (*Backend)(nil)
+
+// HalfDType: the fused decode products, the grouped MoE GEMMs and the
+// cuBLASLt prefill GEMMs are BF16 (f16 weights take the plain GEMV).
+func (b *Backend) HalfDType() backend.DType { return backend.BF16 }
 
 // New opens the CUDA libraries, makes the device's primary context current
 // on the calling thread, compiles (or loads from the cache) the kernels and
