@@ -28,6 +28,9 @@ type bf16Inputs struct {
 	backend.Backend
 	on bool
 	kv func(float32) float32
+	// f32Products leaves the products' inputs alone (the GPU with every
+	// product through the f32 GEMV: checkF32Products).
+	f32Products bool
 }
 
 // kvRounder is the rounding of the GPU's KV cache type dt.
@@ -57,7 +60,7 @@ func roundBF16(v float32) float32 {
 }
 
 func (b *bf16Inputs) MatMul(out, x, w backend.Tensor) {
-	if xt := x.(*cpu.Tensor); b.on && xt.Shape()[0] > 8 && w.DType() == backend.BF16 {
+	if xt := x.(*cpu.Tensor); b.on && !b.f32Products && xt.Shape()[0] > 8 && w.DType() == backend.BF16 {
 		d := xt.F32()
 		for i := range d {
 			d[i] = roundBF16(d[i])
@@ -81,6 +84,26 @@ type bf16Hybrid struct {
 // architecture.
 func formatBackend(dt kvDType) backend.Backend {
 	return &bf16Hybrid{&bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(dt)}, cpuBe}
+}
+
+// kvFormatBackend is the CPU backend with attention's inputs alone in the
+// KV cache's type dt: the GPU's formats once every product reads f32
+// activations.
+func kvFormatBackend(dt kvDType) backend.Backend {
+	return &bf16Hybrid{&bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(dt), f32Products: true}, cpuBe}
+}
+
+// checkF32Products runs checkModels with every product of g on the GPU
+// reading f32 activations (gemvMax raised past any prompt, so no bf16
+// shadow either) against ckv, the same model on kvFormatBackend, with no
+// allowance for formats: where the default formats part from f32 by more
+// than tol, this shows the kernels are not why.
+func checkF32Products(t *testing.T, b *Backend, g, ckv model.Model, prompts [][]int32, steps int, tol float64) {
+	t.Helper()
+	defer func(n int) { b.gemvMax = n }(b.gemvMax)
+	b.gemvMax = 1 << 20
+	t.Logf("every product with f32 inputs, against the CPU with the KV cache's rounding alone:")
+	checkModels(t, g, ckv, nil, prompts, steps, tol)
 }
 
 func bf16Model(t *testing.T, cfg *model.Config, seed uint64, kv kvDType) model.Model {

@@ -21,8 +21,8 @@ func (bf16Weights) HalfDType() backend.DType { return backend.BF16 }
 // where every quantized or f16 tensor becomes bf16 (so that the decode and
 // prefill products take their fast paths), and holds them with
 // TestFixtures' bound to the CPU backend given the same bf16 weights (the
-// file's quantization error is the file's, not the backend's); the dense
-// fixture also to the CPU in the GPU's formats. The fixtures' rows of 200
+// file's quantization error is the file's, not the backend's) and to the
+// CPU in the GPU's formats. The fixtures' rows of 200
 // are not whole blocks: those tensors are f16 in the file.
 func TestGGUFFixtures(t *testing.T) {
 	b := gpu(t)
@@ -55,11 +55,8 @@ func TestGGUFFixtures(t *testing.T) {
 					}
 				}
 				c := build(t, cfg, &model.GGUFWeights{File: f, Be: bf16Weights{cpuBe}}, cpuBe)
-				var cf model.Model
-				if cfg.Arch() == "Qwen3ForCausalLM" {
-					emu := &bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(b.kvDT)}
-					cf = build(t, cfg, &model.GGUFWeights{File: f, Be: bf16Weights{emu}}, emu)
-				}
+				emu := &bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(b.kvDT)}
+				cf := build(t, cfg, &model.GGUFWeights{File: f, Be: bf16Weights{emu}}, emu)
 				checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 40, 17, 5), 16, 2e-2)
 			})
 		}

@@ -41,7 +41,8 @@ func hybridConfig(t *testing.T, fixture string) *model.Config {
 // prefills that continue their recurrent state, then several lanes decoding
 // together, each in its own state slot; a step past 2e-2 is held to the CPU
 // in the GPU's number formats), and checks that decode steps were replayed
-// from captured graphs.
+// from captured graphs; then again with every product's inputs in f32
+// (checkF32Products), held to 2e-2 with no allowance for formats.
 func TestModelHybrid(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
@@ -57,6 +58,9 @@ func TestModelHybrid(t *testing.T) {
 			emu := formatBackend(b.kvDT)
 			cf := build(t, cfg, &testWeights{be: emu, seed: seed}, emu)
 			replayed(t, b, func() { checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2) })
+			kv := kvFormatBackend(b.kvDT)
+			ckv := build(t, cfg, &testWeights{be: kv, seed: seed}, kv)
+			checkF32Products(t, b, g, ckv, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2)
 		})
 	}
 }

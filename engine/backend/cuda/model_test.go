@@ -156,12 +156,27 @@ func topDelta(got, want []float32) (worst, margin float64, best int) {
 // cf, where not nil, is the same model on the CPU with the GPU's number
 // formats where they differ from f32 (bf16Inputs: the cuBLASLt products of
 // a prefill read their activations rounded to bf16; attention reads q, k
-// and v in the KV cache's type), run beside c over the same tokens. A step whose error against c exceeds tol passes if the GPU
-// is within tol of cf: that excess is the format's, not a kernel's (on
-// random models the rounding alone exceeds 2e-2 on ~11% of 40-token
-// prompts, TestBF16InputBudget), and the kernels are held to the
-// reference that rounds as they do.
+// and v in the KV cache's type), run beside c over the same tokens. A step
+// whose error against c exceeds tol passes if the GPU is within tol of cf:
+// that excess is the format's, not a kernel's (on random models the
+// rounding alone exceeds 2e-2 on ~11% of 40-token prompts,
+// TestBF16InputBudget), and the kernels are held to the reference that
+// rounds as they do. Where a model amplifies rounding so much that the two
+// ways of rounding part by more than tol (the tiny Qwen3.5 fixture: cf
+// 0.05–0.16 from c, run 31), a step still passes if the GPU is no further
+// from c or cf than formatSlack times the furthest cf itself strays from c
+// over the whole check; that the kernels are right there is shown by
+// checkF32Products, which holds the GPU with f32 product inputs to tol
+// with no such allowance.
 func checkModels(t *testing.T, g, c, cf model.Model, prompts [][]int32, steps int, tol float64) {
+	type excess struct {
+		what  string
+		w, wf float64 // against c and against cf
+	}
+	var (
+		pending []excess // past tol against both c and cf
+		fmtDev  float64  // the furthest cf strays from c
+	)
 	V := g.Config().VocabSize
 	nl := len(prompts)
 	mk := func(base int) []*lane {
@@ -177,14 +192,26 @@ func checkModels(t *testing.T, g, c, cf model.Model, prompts [][]int32, steps in
 	gl, cl, fl := mk(0), mk(0), mk(0)
 	diverged := make([]bool, nl)
 	// formatOK says whether the GPU's logits lg are within tol of cf's lf
-	// (cf given), logging the comparison.
-	formatOK := func(what string, lg, lf []float32) bool {
+	// (cf given), logging the comparison; a step it refuses waits in
+	// pending for the check's format deviation.
+	formatOK := func(what string, w float64, lg, lf []float32) bool {
 		if cf == nil {
 			return false
 		}
-		w, _, _ := topDelta(lg, lf)
-		t.Logf("%s: against the CPU in the GPU's formats: max |Δ log-prob| %.3g", what, w)
-		return w <= tol
+		wf, _, _ := topDelta(lg, lf)
+		t.Logf("%s: against the CPU in the GPU's formats: max |Δ log-prob| %.3g", what, wf)
+		if wf <= tol {
+			return true
+		}
+		pending = append(pending, excess{what, w, wf})
+		return false
+	}
+	// noteFormat measures how far the CPU in the GPU's formats is from c.
+	noteFormat := func(lf, lc []float32) {
+		if cf != nil {
+			d, _, _ := topDelta(lf, lc)
+			fmtDev = math.Max(fmtDev, d)
+		}
 	}
 	// Prefill each lane separately (chunks of the prompt), then decode all
 	// lanes together.
@@ -200,6 +227,7 @@ func checkModels(t *testing.T, g, c, cf model.Model, prompts [][]int32, steps in
 		if cf != nil {
 			step(t, cf, fl[i:i+1], [][]int32{p[:half]})
 			lf = step(t, cf, fl[i:i+1], [][]int32{p[half:]})[0]
+			noteFormat(lf, lc)
 		}
 		w, _, _ := topDelta(lg, lc)
 		t.Logf("lane %d prefill (%d tokens): max |Δ log-prob| top-10 = %.2e", i, len(p), w)
@@ -208,8 +236,9 @@ func checkModels(t *testing.T, g, c, cf model.Model, prompts [][]int32, steps in
 			case rm < routingTie:
 				t.Logf("lane %d prefill: max |Δ log-prob| %.3g at a routing near-tie (margin %.3g); lane stops", i, w, rm)
 				diverged[i] = true
-			case formatOK(fmt.Sprintf("lane %d prefill", i), lg, lf):
+			case formatOK(fmt.Sprintf("lane %d prefill", i), w, lg, lf):
 				t.Logf("lane %d prefill: max |Δ log-prob| %.3g > %.3g against f32 activations, within it against the GPU's formats", i, w, tol)
+			case cf != nil:
 			default:
 				t.Errorf("lane %d prefill: max |Δ log-prob| %.3g > %.3g", i, w, tol)
 			}
@@ -243,9 +272,15 @@ func checkModels(t *testing.T, g, c, cf model.Model, prompts [][]int32, steps in
 				diverged[i] = true
 				continue
 			}
-			if w > tol && cf != nil && formatOK(fmt.Sprintf("lane %d step %d", i, s), lg[i], lf[i]) {
+			if cf != nil {
+				noteFormat(lf[i], lc[i])
+			}
+			switch {
+			case w > tol && cf != nil && formatOK(fmt.Sprintf("lane %d step %d", i, s), w, lg[i], lf[i]):
 				t.Logf("lane %d step %d: max |Δ log-prob| %.3g > %.3g against f32 activations, within it against the GPU's formats", i, s, w, tol)
-			} else {
+			case w > tol && cf != nil: // pending
+				worst = math.Max(worst, w)
+			default:
 				worst = math.Max(worst, w)
 				if w > tol {
 					t.Errorf("lane %d step %d: max |Δ log-prob| %.3g > %.3g", i, s, w, tol)
@@ -266,7 +301,23 @@ func checkModels(t *testing.T, g, c, cf model.Model, prompts [][]int32, steps in
 		}
 	}
 	t.Logf("decode: %d lanes × %d steps, max |Δ log-prob| top-10 = %.2e", nl, steps, worst)
+	if cf != nil {
+		t.Logf("the CPU in the GPU's formats strays from f32 activations by up to %.3g", fmtDev)
+	}
+	for _, e := range pending {
+		if math.Min(e.w, e.wf) <= formatSlack*fmtDev {
+			t.Logf("%s: %.3g from f32 activations, %.3g from the GPU's formats: within %g× the formats' own %.3g", e.what, e.w, e.wf, formatSlack, fmtDev)
+		} else {
+			t.Errorf("%s: max |Δ log-prob| %.3g > %.3g (%.3g against the GPU's formats, which stray by up to %.3g)", e.what, e.w, tol, e.wf, fmtDev)
+		}
+	}
 }
+
+// formatSlack bounds a GPU step's distance to the CPU, in multiples of the
+// furthest the CPU in the GPU's formats strays from f32 activations in the
+// same check (checkModels): two roundings of one model part by about as much
+// as either strays.
+const formatSlack = 1.5
 
 // routingTie is the router-logit gap under which the GPU's rounding may
 // send a token to another expert than the CPU does (a discrete change, like
@@ -304,11 +355,9 @@ func TestModelRandom(t *testing.T) {
 			seed := r.Uint64()
 			g := build(t, cfg, &testWeights{be: b, seed: seed}, b)
 			c := build(t, cfg, &testWeights{be: cpuBe, seed: seed}, cpuBe)
-			var cf model.Model
-			if arch == "Qwen3ForCausalLM" {
-				// (bf16Inputs does not follow the MoE's f32 router and experts.)
-				cf = bf16Model(t, cfg, seed, b.kvDT)
-			}
+			// The MoE goes to the CPU's MoE operator whole, so the formats
+			// leave it in f32 as the GPU's indexed experts and router do.
+			cf := bf16Model(t, cfg, seed, b.kvDT)
 			replayed(t, b, func() { checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2) })
 		})
 	}
@@ -674,28 +723,27 @@ func TestFixtures(t *testing.T) {
 			if _, err := os.Stat(filepath.Join("../../../tests/testdata/reference", filepath.Base(dir)+".json")); err == nil {
 				tol = 2e-2
 			}
-			// Dense models also get the CPU with the prefill products'
+			// Every model also gets the CPU with the prefill products'
 			// inputs rounded to bf16 as cuBLASLt reads them (bf16Inputs:
 			// BF16 weights only) and attention's inputs in the KV cache's
 			// type, the reference a step past tol is held to (run 16: the
 			// 17-token prefill of qwen3-untied-bf16 at 0.0202 against f32
 			// activations; run 18 call a: a 40-token one at 0.024, 0.0204
-			// against bf16 product inputs alone). The MoE fixtures keep f32 for the
-			// router and experts on the GPU, which bf16Inputs does not follow.
-			// The hybrid models get it too: on the tiny fixtures the CPU in
-			// the GPU's formats alone moves a 40-token prefill by up to 0.16
-			// (qwen35-tiny; 0.0039–0.089 on TestModelHybrid's random ones).
-			var cf model.Model
-			switch cfg.Arch() {
-			case "Qwen3ForCausalLM":
-				emu := &bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(b.kvDT)}
-				cf = build(t, cfg, &model.FileWeights{Set: set, Be: emu}, emu)
-			case "Qwen3MoeForCausalLM":
-			default:
-				emu := formatBackend(b.kvDT)
-				cf = build(t, cfg, &model.FileWeights{Set: set, Be: emu}, emu)
-			}
+			// against bf16 product inputs alone). The MoE goes to the CPU's
+			// MoE operator whole, so its router and experts stay f32 there
+			// as on the GPU. On the tiny hybrid fixtures the CPU in the
+			// GPU's formats alone moves a 40-token prefill by up to 0.16
+			// (qwen35-tiny; 0.0039–0.089 on TestModelHybrid's random ones):
+			// they are checked with f32 product inputs too, where no
+			// format allowance applies.
+			emu := formatBackend(b.kvDT)
+			cf := build(t, cfg, &model.FileWeights{Set: set, Be: emu}, emu)
 			checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 40, 17, 5), 16, tol)
+			if cfg.Arch() != "Qwen3ForCausalLM" && cfg.Arch() != "Qwen3MoeForCausalLM" {
+				kv := kvFormatBackend(b.kvDT)
+				ckv := build(t, cfg, &model.FileWeights{Set: set, Be: kv}, kv)
+				checkF32Products(t, b, g, ckv, prompts(r, cfg.VocabSize, 40, 17, 5), 16, tol)
+			}
 		})
 	}
 }
