@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -313,7 +314,7 @@ func writeTensors(w *gguf.Writer, set *safetensors.Set, opt Options) error {
 		w.TensorFunc(g, dims, tt, func() ([]byte, error) {
 			var vals []float32
 			for _, st := range parts {
-				if !sameShape(st.Shape, parts[0].Shape) {
+				if !slices.Equal(st.Shape, parts[0].Shape) {
 					return nil, fmt.Errorf("GGUF %s: experts of shapes %v and %v", g, parts[0].Shape, st.Shape)
 				}
 				v, err := floats(st)
@@ -337,18 +338,6 @@ func writeTensors(w *gguf.Writer, set *safetensors.Set, opt Options) error {
 		})
 	}
 	return nil
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // quantize is gguf.Quantize over rows of rowLen values, in parallel

@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -245,7 +246,7 @@ func (w *GGUFWeights) tensorData(name string, shape []int) (backend.DType, []byt
 		per := t.Type.RowBytes(t.Elements() / dims[len(dims)-1])
 		data, dims = data[expert*per:(expert+1)*per], dims[:len(dims)-1]
 	}
-	if !sameShape(dims, want) {
+	if !slices.Equal(dims, want) {
 		return 0, nil, fmt.Errorf("GGUF tensor %q has dims %v, expected %v (Hugging Face %s %v)", g, dims, want, name, shape)
 	}
 	if w.used == nil {

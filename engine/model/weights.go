@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -39,7 +40,7 @@ func (w *FileWeights) Tensor(name string, shape ...int) (backend.Tensor, error) 
 	if t == nil {
 		return nil, fmt.Errorf("missing tensor %q (expected shape %v)", full, shape)
 	}
-	if !sameShape(t.Shape, shape) {
+	if !slices.Equal(t.Shape, shape) {
 		return nil, fmt.Errorf("tensor %q in %s has shape %v, expected %v", full, baseName(t.File), t.Shape, shape)
 	}
 	var dt backend.DType
@@ -69,18 +70,6 @@ func (w *FileWeights) Unused() []string {
 		}
 	}
 	return out
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func baseName(p string) string {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"io"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/infernix/infernix/server/testmodel"
 )
@@ -52,4 +54,46 @@ func startServe(t *testing.T, bin string, args ...string) (*exec.Cmd, io.ReadClo
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
 	return cmd, stdout, stderr
+}
+
+// awaitBanner reads serve's stdout up to the first line containing last
+// (60 s at most), then drains the rest in the background, and returns the
+// address of the "listening on" line and the lines read. It fails t if the
+// server exits or stays silent first.
+func awaitBanner(t *testing.T, cmd *exec.Cmd, stdout io.Reader, stderr *strings.Builder, last string) (url, banner string) {
+	t.Helper()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var read []string
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("serve exited early: %v\n%s\n%s", cmd.Wait(), strings.Join(read, "\n"), stderr.String())
+			}
+			read = append(read, l)
+			if _, rest, ok := strings.Cut(l, "listening on "); ok {
+				url = strings.Fields(rest)[0]
+			}
+			if strings.Contains(l, last) {
+				if url == "" {
+					t.Fatalf("no address before %q:\n%s", last, strings.Join(read, "\n"))
+				}
+				go func() {
+					for range lines {
+					}
+				}()
+				return url, strings.Join(read, "\n")
+			}
+		case <-timeout:
+			t.Fatalf("no %q line within 60 s:\n%s", last, strings.Join(read, "\n"))
+		}
+	}
 }

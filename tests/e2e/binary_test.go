@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,32 +23,7 @@ func TestServeBinary(t *testing.T) {
 	logPath := filepath.Join(tmp, "requests.jsonl")
 	cmd, stdout, stderr := startServe(t, bin, "--model", model, "--port", "0", "--context", "1024", "--max-batch-tokens", "64",
 		"--api-key", "k1", "--request-log", logPath, "--log-file", filepath.Join(tmp, "server.log"), "--served-model-name", "tiny")
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var banner []string
-	url := ""
-	timeout := time.After(60 * time.Second)
-	for url == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("serve exited early: %v\n%s\n%s", cmd.Wait(), strings.Join(banner, "\n"), stderr.String())
-			}
-			banner = append(banner, l)
-			if _, rest, ok := strings.Cut(l, "listening on "); ok {
-				url = strings.Fields(rest)[0]
-			}
-		case <-timeout:
-			t.Fatalf("no 'listening on' line within 60 s:\n%s", strings.Join(banner, "\n"))
-		}
-	}
-	text := strings.Join(banner, "\n")
+	url, text := awaitBanner(t, cmd, stdout, stderr, "listening on ")
 	for _, want := range []string{"model tiny", "Qwen3ForCausalLM", "device cpu", "MiB", "context 1024", "1 API key(s) required"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("startup output lacks %q:\n%s", want, text)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,22 +18,7 @@ func TestServeGGUF(t *testing.T) {
 		t.Fatalf("convert: %v %s", err, out)
 	}
 	cmd, stdout, stderr := startServe(t, bin, "--model", file, "--port", "0", "--context", "1024", "--no-prefix-reuse")
-	sc := bufio.NewScanner(stdout)
-	url := ""
-	var banner []string
-	for url == "" && sc.Scan() {
-		banner = append(banner, sc.Text())
-		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
-			url = strings.Fields(rest)[0]
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	if url == "" {
-		t.Fatalf("no address: %v\n%s\n%s", cmd.Wait(), strings.Join(banner, "\n"), stderr.String())
-	}
+	url, _ := awaitBanner(t, cmd, stdout, stderr, "listening on ")
 	st, _, r := post(t, url+"/v1/chat/completions", map[string]any{
 		"messages":             []map[string]any{{"role": "user", "content": "What is the capital of France?"}},
 		"temperature":          0,

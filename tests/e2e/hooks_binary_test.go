@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,24 +32,7 @@ func TestServeBinaryHooks(t *testing.T) {
 	cmd, stdout, stderr := startServe(t, bin, "--model", model, "--port", "0", "--context", "1024", "--max-batch-tokens", "64",
 		"--log-file", filepath.Join(tmp, "server.log"), "--scripts", scripts, "--script-poll-ms", "0",
 		"--plugins", filepath.Join(root, "scripts", "plugins"), "--plugin-lines", lines, "--data-dir", filepath.Join(tmp, "data"))
-	sc := bufio.NewScanner(stdout)
-	var banner []string
-	url := ""
-	for url == "" && sc.Scan() {
-		l := sc.Text()
-		banner = append(banner, l)
-		if _, rest, ok := strings.Cut(l, "listening on "); ok {
-			url = strings.Fields(rest)[0]
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	text := strings.Join(banner, "\n")
-	if url == "" {
-		t.Fatalf("no address: %v\n%s\n%s", cmd.Wait(), text, stderr.String())
-	}
+	url, text := awaitBanner(t, cmd, stdout, stderr, "listening on ")
 	for _, want := range []string{"scripts from", "route (r.star:1)", "plugins from", "quota (", "audit ("} {
 		if !strings.Contains(text, want) {
 			t.Errorf("startup output lacks %q:\n%s", want, text)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -63,38 +62,6 @@ func TestServePrefixCacheSavedOnSIGTERM(t *testing.T) {
 func startServeURL(t *testing.T, bin string, args ...string) (*exec.Cmd, string, string, *strings.Builder) {
 	t.Helper()
 	cmd, stdout, stderr := startServe(t, bin, args...)
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var banner []string
-	timeout := time.After(60 * time.Second)
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("serve exited early: %v\n%s\n%s", cmd.Wait(), strings.Join(banner, "\n"), stderr.String())
-			}
-			banner = append(banner, l)
-			if strings.Contains(l, "prefix cache") { // printed after "listening on"
-				url := ""
-				for _, b := range banner {
-					if _, rest, ok := strings.Cut(b, "listening on "); ok {
-						url = strings.Fields(rest)[0]
-					}
-				}
-				go func() {
-					for range lines {
-					}
-				}()
-				return cmd, url, strings.Join(banner, "\n"), stderr
-			}
-		case <-timeout:
-			t.Fatalf("no startup output within 60 s:\n%s", strings.Join(banner, "\n"))
-		}
-	}
+	url, banner := awaitBanner(t, cmd, stdout, stderr, "prefix cache") // printed after "listening on"
+	return cmd, url, banner, stderr
 }

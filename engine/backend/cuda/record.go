@@ -211,6 +211,12 @@ const (
 
 const maxCandidates = 4
 
+// maxFruitlessCaptures stops capturing forwards of a T whose last captures
+// were never replayed (their traces keep changing), until one is: a
+// replay shows that capturing that T pays again (another model on the same
+// backend, a new layout).
+const maxFruitlessCaptures = 16
+
 // graph is a captured forward: its executable and the records it holds.
 type graph struct {
 	exec  driver.GraphExec
@@ -237,7 +243,7 @@ type graphState struct {
 
 	graphs   map[int][]*graph
 	want     map[int]bool // capture the next forward of T
-	captures map[int]int
+	captures map[int]int  // captures of T since a graph of T was last replayed
 	banned   map[int]bool
 	clock    uint64
 
@@ -293,7 +299,7 @@ func (b *Backend) beginStep(T int) {
 	if !g.enabled || T > g.maxT || g.banned[T] || !g.clean || b.err != nil {
 		return
 	}
-	if g.want[T] && g.captures[T] < 16 {
+	if g.want[T] && g.captures[T] < maxFruitlessCaptures {
 		// A forward of this T ran eagerly to the end (so every lazy
 		// allocation and upload is done) and no graph matched it:
 		// capture this one.
@@ -387,6 +393,7 @@ func (b *Backend) endStep() {
 		}
 		g.clock++
 		hit.used = g.clock
+		g.captures[g.T] = 0
 		g.Replays++
 		b.fail(b.drv.GraphLaunch(hit.exec, b.stream))
 	case modeCapture:
