@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"unsafe"
@@ -170,6 +171,7 @@ func (b *Backend) submit(r *rec) {
 			b.stepName(r)
 			return
 		}
+		g.noteLeave(g.mismatch(r))
 		b.leaveGraph()
 	case modeCapture:
 		g.cur = append(g.cur, *r)
@@ -249,6 +251,49 @@ type graphState struct {
 
 	// Statistics (tests, benchmarks).
 	Replays, Captures, Fallbacks int
+	// Leaves counts why forwards left replay or capture, or could not
+	// enter it (noteLeave; tests read it when no step replayed).
+	Leaves map[string]int
+}
+
+// noteLeave counts one reason a forward left (or skipped) graph mode. The
+// reasons are call sites and record kinds, a bounded set.
+func (g *graphState) noteLeave(why string) {
+	if g.Leaves == nil {
+		g.Leaves = map[string]int{}
+	}
+	if len(g.Leaves) < 64 {
+		g.Leaves[why]++
+	}
+}
+
+// mismatch describes how r differs from the live candidates' record at the
+// replay's position.
+func (g *graphState) mismatch(r *rec) string {
+	name := func(x *rec) string {
+		if x.k != nil {
+			return x.k.name
+		}
+		return fmt.Sprintf("record kind %d", x.kind)
+	}
+	for _, c := range g.cands {
+		if g.pos >= len(c.trace) {
+			return fmt.Sprintf("replay: %s past a graph's %d records", name(r), len(c.trace))
+		}
+		o := &c.trace[g.pos]
+		switch {
+		case o.kind != r.kind || o.k != r.k || o.gemm != r.gemm:
+			return fmt.Sprintf("replay: %s where a graph has %s", name(r), name(o))
+		case o.grid != r.grid || o.block != r.block || o.smem != r.smem || o.pdl != r.pdl || o.nargs != r.nargs:
+			return fmt.Sprintf("replay: %s launched in another shape", name(r))
+		}
+		for i := 0; i < int(r.nargs); i++ {
+			if o.args[i] != r.args[i] {
+				return fmt.Sprintf("replay: %s argument %d differs", name(r), i)
+			}
+		}
+	}
+	return "replay: no live candidate"
 }
 
 func (g *graphState) init(b *Backend, opt Options) {
@@ -297,7 +342,16 @@ func (b *Backend) beginStep(T int) {
 	g.inStep, g.T, g.clean, g.fellBack, g.pos, g.ref = true, T, b.meta.off == 0, false, 0, 0
 	g.cands = g.cands[:0]
 	if !g.enabled || T > g.maxT || g.banned[T] || !g.clean || b.err != nil {
+		switch {
+		case g.enabled && T <= g.maxT && g.banned[T]:
+			g.noteLeave(fmt.Sprintf("T=%d banned after a failed capture", T))
+		case g.enabled && T <= g.maxT && !g.clean:
+			g.noteLeave("metadata arena not empty at the step's start")
+		}
 		return
+	}
+	if g.want[T] && g.captures[T] >= maxFruitlessCaptures {
+		g.noteLeave(fmt.Sprintf("T=%d: %d captures never replayed", T, g.captures[T]))
 	}
 	if g.want[T] && g.captures[T] < maxFruitlessCaptures {
 		// A forward of this T ran eagerly to the end (so every lazy
@@ -332,6 +386,9 @@ func (b *Backend) beginStep(T int) {
 func (b *Backend) needEager() {
 	b.flush()
 	if b.g.mode != modeEager {
+		if _, file, line, ok := runtime.Caller(1); ok {
+			b.g.noteLeave(fmt.Sprintf("eager work at %s:%d", filepath.Base(file), line))
+		}
 		b.leaveGraph()
 	}
 	b.g.clean = false
@@ -387,6 +444,7 @@ func (b *Backend) endStep() {
 			}
 		}
 		if hit == nil {
+			g.noteLeave("replay: the forward ended before a graph's last record")
 			b.leaveGraph()
 			g.want[g.T] = g.clean
 			return
