@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moeops moedecode moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -183,6 +183,14 @@ bench_processes envvars envvar env "${BENCH_ENVS:-}"
 # after it); then the op test and the random MoE models and fixtures with
 # the indexed path, which the other groups no longer take.
 group moebench 200 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-30b-a3b" INFERNIX_BENCH_LAYERS=12 INFERNIX_BENCH_MOE_GROUPED=1 INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 190s
+# moeops: the MoE operator tests alone (the fused decode path of
+# kernels/moe.cu against the indexed one and the CPU, the grouped path).
+group moeops 120 "$T" -test.v -test.run 'TestMoE'
+# moedecode: decode of the whole Qwen3-30B-A3B config (48 layers, random
+# weights made on the device, 61 GB; a small KV cache so that it fits 80 GB)
+# at 512 positions, one lane and 16, the fused MoE path (kernels/moe.cu)
+# and the indexed one in turn (benchMoEDecode).
+group moedecode 240 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-30b-a3b" INFERNIX_BENCH_KV_BLOCKS=300 INFERNIX_BENCH_MOE_DECODE=1 INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 230s
 group moe 120 env INFERNIX_CUDA_MOE_GROUPED=0 "$T" -test.v -test.run 'TestMoEGrouped|TestModelRandom|TestGraphsMatchEager|TestFixtures'
 if case " $groups " in *" hf "*) ;; *) false ;; esac; then
   echo "== hf reference generation" | tee -a "$log"

@@ -119,6 +119,9 @@ type Backend struct {
 	moeHost        pinned  // the grouped path's copy of the chosen experts
 	moePlan        moePlan // its per-expert row lists (reused storage)
 	moeGroupedRuns int     // MoE calls that took the grouped path (tests, benchmarks)
+	moeFused       bool    // MoE decode as moe_gateup + moe_down (moe_fused.go; INFERNIX_CUDA_MOE_FUSED=0 turns it off)
+	moeFusedRuns   int     // MoE calls that took the fused path (tests, benchmarks)
+	moeErr         error   // why kernels/moe.cu did not load (nil: it did)
 
 	devSample   bool        // sampling on the device (sample.go)
 	sampleWords []int32     // its staged parameters and lists
@@ -281,6 +284,7 @@ func New(opt Options) (*Backend, error) {
 	// Qwen3-30B-A3B config (12 layers) at 18,213 tok/s against the indexed
 	// path's 2,992, logits within 6e-3 of it.
 	b.moeGrouped = os.Getenv("INFERNIX_CUDA_MOE_GROUPED") != "0"
+	b.moeFused = os.Getenv("INFERNIX_CUDA_MOE_FUSED") != "0"
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
 	if u := envInt("INFERNIX_CUDA_ATTN_DYN", 0); u > 0 {
 		b.attnDyn = max(u, 2) // a block's first unit holds the DSTAGES − 1 tiles it requests at once

@@ -26,6 +26,9 @@ type gpuRandomWeights struct {
 	b     *Backend
 	seed  uint32
 	Bytes int64
+	// ExpertBytes counts the routed experts' weights among Bytes (a MoE
+	// token reads K of every E).
+	ExpertBytes int64
 }
 
 func (w *gpuRandomWeights) Has(name string) bool { return true }
@@ -57,6 +60,9 @@ func (w *gpuRandomWeights) Tensor(name string, shape ...int) (backend.Tensor, er
 	}
 	if !strings.Contains(name, "embed_tokens") {
 		w.Bytes += int64(t.bytes())
+	}
+	if strings.Contains(name, ".mlp.experts.") {
+		w.ExpertBytes += int64(t.bytes())
 	}
 	return t, b.err
 }
@@ -163,12 +169,22 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	ws := &gpuRandomWeights{b: b}
 	bld, _ := model.Lookup(cfg.Arch())
 	t0 := time.Now()
-	m, err := bld(cfg, ws, b, model.Options{KVBlocks: 1200, MaxBatchTokens: 4096})
+	// INFERNIX_BENCH_KV_BLOCKS: a smaller cache where the weights take most
+	// of the GPU (the MoE decode bench of a whole Qwen3-30B-A3B on 80 GB).
+	kvBlocks := 1200
+	if n, err := strconv.Atoi(os.Getenv("INFERNIX_BENCH_KV_BLOCKS")); err == nil && n > 0 {
+		kvBlocks = n
+	}
+	m, err := bld(cfg, ws, b, model.Options{KVBlocks: kvBlocks, MaxBatchTokens: 4096})
 	if err != nil {
 		panic(err)
 	}
 	b.sync()
 	res["build_s"] = time.Since(t0).Seconds()
+	if cfg.NumExperts > 0 && ws.ExpertBytes > 0 {
+		// What one token reads: K of every E routed experts.
+		ws.Bytes -= ws.ExpertBytes * int64(cfg.NumExperts-cfg.NumExpertsPerTok) / int64(cfg.NumExperts)
+	}
 	res["weight_bytes_per_token"] = ws.Bytes
 	V := cfg.VocabSize
 	logits := make([]float32, 32*V) // up to 32 lanes
@@ -202,6 +218,10 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 
 	// Prefill: one 4,096-token forward (median of 3 after a warm-up).
 	lane0 := [][]int32{seqBlocks(0, 70)}
+	if os.Getenv("INFERNIX_BENCH_MOE_DECODE") == "1" {
+		benchMoEDecode(b, res, bw, float64(ws.Bytes), forward, seqBlocks)
+		return res
+	}
 	if os.Getenv("INFERNIX_BENCH_MOE_GROUPED") == "1" {
 		benchMoEGrouped(b, res, func() time.Duration { return forward(lane0, []int{0}, 4096) }, logits[:V])
 		return res
@@ -607,6 +627,76 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 }
 
 // benchMoEGrouped is the grouped MoE path's ablation (issue 6; a MoE config
+// benchMoEDecode (INFERNIX_BENCH_MOE_DECODE=1, a MoE config; the bench
+// stops after it) measures decode at 512 positions, one lane and 16, with
+// the fused MoE path (kernels/moe.cu) and the indexed one, in turn
+// (fused, indexed, fused, indexed: later figures of a process drift up by
+// 1–2%), each the median of three after a second of warm-up; the
+// one-lane figures also against the roofline of the weights one token
+// reads (its K of every E experts).
+func benchMoEDecode(b *Backend, res map[string]any, bw, bytes float64, forward func([][]int32, []int, int) time.Duration,
+	seqBlocks func(first, n int) []int32) {
+	saved := b.moeFused
+	defer func() { b.moeFused = saved }()
+	one := [][]int32{seqBlocks(0, 32)} // 2,048 positions
+	var lanes [][]int32
+	for i := 0; i < 16; i++ {
+		lanes = append(lanes, seqBlocks(32+i*12, 12)) // 224 blocks in all
+	}
+	prompt := func(bl [][]int32) {
+		for _, s := range bl {
+			forward([][]int32{s}, []int{0}, 512)
+		}
+	}
+	prompt(one)
+	prompt(lanes)
+	pos := 512
+	decode := func(bl [][]int32, steps int) float64 {
+		start := make([]int, len(bl))
+		run := func(n int) time.Duration {
+			for i := range start {
+				start[i] = pos
+			}
+			t0 := time.Now()
+			for i := 0; i < n; i++ {
+				forward(bl, start, 1)
+				for j := range start {
+					start[j]++
+				}
+			}
+			pos += n
+			return time.Since(t0)
+		}
+		run(4) // eager, capture, replay
+		var v []float64
+		for i := 0; i < 3; i++ {
+			v = append(v, float64(steps*len(bl))/run(steps).Seconds())
+		}
+		sort.Float64s(v)
+		return v[1]
+	}
+	b.moeFused = true
+	decode(one, 250) // warm-up
+	runs := b.moeFusedRuns
+	for i, fused := range []bool{true, false, true, false} {
+		b.moeFused = fused
+		name := map[bool]string{true: "fused", false: "indexed"}[fused]
+		sfx := ""
+		if i >= 2 {
+			sfx = "_2"
+		}
+		pos = 512 + i*200
+		v := decode(one, 64)
+		res["moe_decode_1lane_ctx512_"+name+sfx+"_tok_s"] = v
+		if bw > 0 {
+			res["moe_decode_1lane_ctx512_"+name+sfx+"_roofline_ratio"] = v / (bw * 1e9 / bytes)
+		}
+		pos = 512 + i*60 // 768 positions a lane
+		res["moe_decode_16lanes_ctx512_"+name+sfx+"_tok_s"] = decode(lanes, 16)
+	}
+	res["moe_fused_calls"] = b.moeFusedRuns - runs
+}
+
 // and INFERNIX_BENCH_MOE_GROUPED=1, after which the bench stops: its other
 // figures are the dense model's): a 4,096-token prefill through the grouped
 // path (median of 3 after a warm-up) and through the indexed one (a single

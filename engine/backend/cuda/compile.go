@@ -40,6 +40,7 @@ type kernelSet struct {
 	addRMS, addRMSBF, swiglu4BF           *kernel              // addRMSBF, swiglu4BF: also write bf16 for cuBLASLt (matmul.go shadowBF16)
 	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
 	moeRoute, moeCombine, moeCombineRows  *kernel
+	moeGateUp, moeDown                    *kernel // kernels/moe.cu: MoE decode in two launches (moe_fused.go)
 	skinny                                *kernel // gemm_skinny_n2: bf16 products of 9–16 rows (INFERNIX_CUDA_SKINNY)
 	sample                                *kernel // nil unless sampling on the device is on (sample.go)
 	// kernels/recurrent.cu: the hybrid models' operators (recurrent.go).
@@ -236,6 +237,11 @@ func (b *Backend) loadKernels() error {
 		for i, kd := range gdnKeyDims {
 			k.gdn[kd], k.gdnNarrow[kd] = gdn[2*i], gdn[2*i+1]
 		}
+	}
+	// The fused MoE decode falls back to the indexed path without it.
+	if err := b.load("moe.cu", nil, map[string]**kernel{"moe_gateup": &k.moeGateUp, "moe_down": &k.moeDown}); err != nil {
+		k.moeGateUp, k.moeDown, b.moeErr = nil, nil, err
+		b.logf("cuda: %v; MoE decode takes the indexed path", err)
 	}
 	if err := b.load("elementwise.cu", nil, ew); err != nil {
 		return err

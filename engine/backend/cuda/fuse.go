@@ -45,6 +45,7 @@ const (
 	pendNorm            // an RMSNorm that the next decode product may take as its prologue
 	pendAttn            // per-head RMSNorms and RoPEs of q and k, which Attention may take
 	pendSkinny          // bf16 products of 9–16 rows of the same activations, for one gemm_skinny launch (skinny.go)
+	pendMoE             // moe_down (moe_fused.go), which may take the residual add as its epilogue
 )
 
 // Epilogues of the fused product kernels (GF_* in kernels/gemv.cu).
@@ -124,7 +125,9 @@ type pending struct {
 	qn, kn       normOp
 	rq, rk       ropeOp
 	nNorm, nRope int
-	flushing     bool
+	// pendMoE: the launch.
+	moe      moeDownOp
+	flushing bool
 }
 
 // holdGemv takes a decode GEMV into the pending group; false if it cannot
@@ -172,6 +175,9 @@ func (b *Backend) holdAdd(out, a, c driver.DevPtr, n int) bool {
 		return false
 	}
 	p := &b.pend
+	if b.takeMoEResid(out, a, c, n) {
+		return true
+	}
 	if p.kind == pendGemv && b.fz.gemvf && b.fz.resid && p.n == 1 && p.epi == epiNone && p.T*p.jobs[0].O == n {
 		// out = resid + W·x: the kernel writes the product and the sum; the
 		// sum must not land on what other warps still read.
@@ -340,6 +346,8 @@ func (b *Backend) flush() {
 		}
 	case pendSkinny:
 		b.launchSkinny(&q)
+	case pendMoE:
+		b.launchMoEDown(&q.moe)
 	case pendGemv:
 		if b.fz.gemvf {
 			b.launchGemvf(&q)

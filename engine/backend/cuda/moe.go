@@ -15,6 +15,7 @@ type moeTables struct {
 	gate, up, down driver.DevPtr // u64[E]
 	dt             backend.DType
 	inter          int
+	aligned        bool              // every expert's rows start 16-byte aligned (the fused path's loads)
 	key            [4]backend.Tensor // what they were built from
 }
 
@@ -46,6 +47,10 @@ func (b *Backend) MoE(out, x backend.Tensor, m *backend.MoE) {
 	}
 	inter := tb.inter
 	grouped := b.moeGroupedFor(T)
+	if !grouped && b.moeFusedFor(m, tb, E, K) {
+		b.moeFusedRun(o, xx, m, tb, router, T, E, K)
+		return
+	}
 	logits, ok1 := b.scratchPtr(scrRouter, uint64(4*T*E))
 	topIdx, ok2 := b.scratchPtr(scrTopIdx, uint64(4*T*K))
 	topW, ok3 := b.scratchPtr(scrTopW, uint64(4*T*K))
@@ -140,7 +145,7 @@ func (b *Backend) moeTablesFor(m *backend.MoE, H int) *moeTables {
 	}
 	E := len(m.Gate)
 	g0 := tensor(m.Gate[0])
-	tb := &moeTables{dt: g0.dt, inter: g0.rows, key: key}
+	tb := &moeTables{dt: g0.dt, inter: g0.rows, key: key, aligned: H%8 == 0 && g0.rows%8 == 0}
 	ptrs := make([][]uint64, 3)
 	for e := 0; e < E; e++ {
 		g, u, d := tensor(m.Gate[e]), tensor(m.Up[e]), tensor(m.Down[e])
@@ -150,6 +155,7 @@ func (b *Backend) moeTablesFor(m *backend.MoE, H int) *moeTables {
 		if g.rows != tb.inter || g.cols != H || u.rows != tb.inter || u.cols != H || d.rows != H || d.cols != tb.inter {
 			panic(fmt.Sprintf("cuda: MoE expert %d shapes gate %dx%d up %dx%d down %dx%d (intermediate %d, hidden %d)", e, g.rows, g.cols, u.rows, u.cols, d.rows, d.cols, tb.inter, H))
 		}
+		tb.aligned = tb.aligned && (g.ptr|u.ptr|d.ptr)%16 == 0
 		ptrs[0] = append(ptrs[0], uint64(g.ptr))
 		ptrs[1] = append(ptrs[1], uint64(u.ptr))
 		ptrs[2] = append(ptrs[2], uint64(d.ptr))

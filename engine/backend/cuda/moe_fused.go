@@ -1,0 +1,141 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/infernix/infernix/engine/backend"
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
+)
+
+// The fused MoE decode (kernels/moe.cu): after the router's product (which
+// takes the held RMSNorm as its prologue, as any decode product does),
+// moe_gateup routes each token and computes every chosen expert's
+// weighted SwiGLU, and moe_down adds the experts' down products (and the
+// shared expert's, sigmoid-gated) into the output. moe_down is held like a
+// decode product, so that the decoder's residual Add that follows becomes
+// its epilogue and the next RMSNorm the next product's prologue. Three
+// launches a MoE block instead of the indexed path's seven and a separate
+// add; the same routing bit for bit (TestMoEFusedEmulated, TestMoEFused).
+
+// Slots of struct MoeP (kernels/moe.cu): 17 pointers, then 12 ints packed
+// two to a slot.
+const (
+	moeArgAux   = 15
+	moeArgSum   = 16
+	moeArgInts  = 17
+	moeArgResid = 22 // resid (low half) and pad
+	moeArgSlots = 23
+)
+
+// moeDownOp is a held moe_down launch.
+type moeDownOp struct {
+	args [moeArgSlots]uint64
+	grid uint32
+	out  driver.DevPtr // the MoE's output [T, H]
+	n    int           // T·H
+}
+
+// moeFusedFor reports whether MoE m (bf16 experts, tables tb) takes the
+// fused decode path: switched on, kernels/moe.cu loaded, every expert row
+// 16-byte aligned, E ≤ 1024 and K ≤ 64 (MOE_EMAX, MOE_KMAX), and a shared
+// expert, if any, of the same kind.
+func (b *Backend) moeFusedFor(m *backend.MoE, tb *moeTables, E, K int) bool {
+	if !b.moeFused || b.k.moeGateUp == nil || b.k.moeDown == nil || tb.dt != backend.BF16 || !tb.aligned || E > 1024 || K > 64 {
+		return false
+	}
+	if m.SharedGate == nil {
+		return true
+	}
+	sg, su, sd := tensor(m.SharedGate), tensor(m.SharedUp), tensor(m.SharedDown)
+	for _, w := range []*Tensor{sg, su, sd} {
+		if w.dt != backend.BF16 || w.ptr%16 != 0 || w.cols%8 != 0 {
+			return false
+		}
+	}
+	return sg.rows%8 == 0
+}
+
+// moeFusedRun computes out = MoE(x) through the router's product,
+// moe_gateup and a held moe_down.
+func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, router *Tensor, T, E, K int) {
+	H, inter := xx.cols, tb.inter
+	var sg, su, sd *Tensor
+	var sgw driver.DevPtr
+	S, sinter := 0, 0
+	if m.SharedGate != nil {
+		sg, su, sd = tensor(m.SharedGate), tensor(m.SharedUp), tensor(m.SharedDown)
+		S, sinter = 1, sg.rows
+		if sg.cols != H || su.rows != sinter || su.cols != H || sd.rows != H || sd.cols != sinter {
+			panic(fmt.Sprintf("cuda: MoE shared expert %dx%d %dx%d %dx%d for hidden %d", sg.rows, sg.cols, su.rows, su.cols, sd.rows, sd.cols, H))
+		}
+		if m.SharedExpertGate != nil {
+			g := tensor(m.SharedExpertGate)
+			if g.rows*g.cols != H {
+				panic(fmt.Sprintf("cuda: MoE shared expert gate %dx%d for hidden %d", g.rows, g.cols, H))
+			}
+			sgw = b.f32Weight(g)
+		}
+	}
+	ldA := max(inter, sinter)
+	logits, ok1 := b.scratchPtr(scrRouter, uint64(4*T*E))
+	topIdx, ok2 := b.scratchPtr(scrTopIdx, uint64(4*T*K))
+	topW, ok3 := b.scratchPtr(scrTopW, uint64(4*T*K))
+	act, ok4 := b.scratchPtr(scrGate, uint64(4*T*(K+S)*ldA))
+	dsel, ok5 := b.scratchPtr(scrDown, uint64(8*T*K))
+	z, ok6 := b.scratchPtr(scrSharedZ, uint64(4*T))
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || b.err != nil {
+		return
+	}
+	b.matmulOpt(logits, xx.ptr, router, T, H, E, false)
+	nbR, nbS := (inter+7)/8, (sinter+7)/8
+	norm := 0
+	if m.NormTopK {
+		norm = 1
+	}
+	var a [moeArgSlots]uint64
+	a[0], a[1], a[2], a[3], a[4] = ptr(logits), ptr(xx.ptr), ptr(tb.gate), ptr(tb.up), ptr(tb.down)
+	if S == 1 {
+		a[5], a[6], a[7], a[8] = ptr(sg.ptr), ptr(su.ptr), ptr(sd.ptr), ptr(sgw)
+	}
+	a[9], a[10], a[11], a[12], a[13], a[14] = ptr(act), ptr(topIdx), ptr(topW), ptr(dsel), ptr(z), ptr(o.ptr)
+	pair := func(lo, hi int) uint64 { return i32(lo) | i32(hi)<<32 }
+	a[17], a[18], a[19] = pair(T, E), pair(K, H), pair(inter, sinter)
+	a[20], a[21], a[22] = pair(ldA, norm), pair(nbR, nbS), pair(0, 0)
+	b.launch(b.k.moeGateUp, uint32(T*(K*nbR+S*nbS)), 1, 1, 256, 1, 0, a[:]...)
+	op := moeDownOp{args: a, grid: uint32(T * ((H + 3) / 4)), out: o.ptr, n: T * H} // MOE_WARPS / MOE_KS rows a block
+	b.moeFusedRuns++
+	if !b.fuse {
+		b.launchMoEDown(&op)
+		return
+	}
+	b.flush()
+	b.pend = pending{kind: pendMoE, moe: op}
+}
+
+// takeMoEResid makes sum = a + c the held moe_down's epilogue when one
+// operand is its output; false otherwise.
+func (b *Backend) takeMoEResid(sum, a, c driver.DevPtr, n int) bool {
+	p := &b.pend
+	if p.kind != pendMoE || !b.fz.resid || p.moe.args[moeArgResid] != 0 || n != p.moe.n {
+		return false
+	}
+	var resid driver.DevPtr
+	switch out := p.moe.out; {
+	case c == out && a != out:
+		resid = a
+	case a == out && c != out:
+		resid = c
+	}
+	if resid == 0 {
+		return false
+	}
+	// moe_down reads the residual and writes the sum at the same index in
+	// the same thread, so they may alias; it reads nothing else the sum
+	// could overwrite (its inputs are weights and moe_gateup's scratch).
+	p.moe.args[moeArgAux], p.moe.args[moeArgSum], p.moe.args[moeArgResid] = ptr(resid), ptr(sum), 1
+	return true
+}
+
+func (b *Backend) launchMoEDown(op *moeDownOp) {
+	b.launch(b.k.moeDown, op.grid, 1, 1, 256, 1, 0, op.args[:]...)
+}

@@ -1,0 +1,284 @@
+// Mixture-of-experts decode in two launches after the router's product
+// (engine/backend/cuda moe_fused.go; INFERNIX_CUDA_MOE_FUSED=0 falls back
+// to moe_route, the indexed products, SwiGLU and moe_combine: six launches
+// and a separate residual add). Why: a Qwen3-30B-A3B layer moves ~75 MB of
+// expert weights per token in three products, and at one token the
+// unfused path spends as long on its seven small launches and their
+// dependent ramps as on the bytes.
+//
+//   moe_gateup: every block routes its token (softmax over the router's
+//     logits, the top K by probability, ties to the lower index, weights
+//     renormalised if asked: bit for bit what moe_route computes), then
+//     each warp computes one row of its expert's gate and up products and
+//     writes act = w_k · silu(gate) · up, the routing weight folded in so
+//     that the down product needs no per-expert sums. The shared expert
+//     (if any) is one more pair per token, with weight 1; the first of its
+//     blocks also computes the shared expert's gate logit z = x · sgw.
+//   moe_down: out[t, o] = Σ_k Σ_i D_{e_k}[o, i] · act[t, k, i]
+//     + sigmoid(z_t) · Σ_i SD[o, i] · act[t, K, i] (no sigmoid without a
+//     gate weight), MOE_KS warps per output row, each over its share of the
+//     experts, added in a fixed order (deterministic); with resid, also
+//     sum = aux + out (the decoder's residual add as the epilogue).
+//
+// Experts are bf16 rows of H (gate, up) or inter (down) elements, every
+// row 16-byte aligned (the host checks); E ≤ MOE_EMAX, K ≤ MOE_KMAX.
+
+#ifndef MOE_U
+#define MOE_U 4  // 16-byte weight loads in flight per lane and row
+#endif
+#define MOE_WARPS 8
+#define MOE_KS 2  // warps per output row in moe_down
+#define MOE_EMAX 1024
+#define MOE_KMAX 64
+
+struct MoeP {
+  const float* logits;  // [T, E] the router's logits
+  const float* x;       // [T, H] the normalised hidden state
+  const u64* gate;      // [E] expert addresses: gate and up [inter, H], down [H, inter]
+  const u64* up;
+  const u64* down;
+  const u16* sgate;     // the shared expert ([sinter, H], [H, sinter]), or null
+  const u16* sup;
+  const u16* sdown;
+  const float* sgw;     // the shared expert's gate weight [H] (f32), or null
+  float* act;           // [T·(K + S), ldA]: w_k · silu(gate) · up
+  int* topIdx;          // [T·K] the chosen experts, in rank order
+  float* topW;          // [T·K] their weights
+  u64* dsel;            // [T·K] the chosen experts' down weights
+  float* z;             // [T] the shared expert's gate logit
+  float* out;           // [T, H]
+  const float* aux;     // resid: the residual [T, H]
+  float* sum;           // resid: aux + out [T, H] (may be aux)
+  int T, E, K, H, inter, sinter, ldA, norm, nbR, nbS, resid, pad;
+};
+
+// lane's share of the dot products of weight rows w0 and w1 (n elements,
+// 16-byte aligned) with x: elements lane·8 + 256·j, MOE_U loads of each row
+// in flight.
+__device__ __forceinline__ void moe_dot2(const u16* w0, const u16* w1, const float* x, int n, int lane, float& a0, float& a1) {
+  for (int i0 = lane * 8; i0 < n; i0 += 256 * MOE_U) {
+    uint4 wv[MOE_U][2];
+#pragma unroll
+    for (int u = 0; u < MOE_U; u++) {
+      const int i = i0 + u * 256;
+      if (i < n) {
+        wv[u][0] = ld_stream(w0 + i);
+        wv[u][1] = ld_stream(w1 + i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < MOE_U; u++) {
+      const int i = i0 + u * 256;
+      if (i < n) {
+        float g[8], h[8];
+        unpack_bf16x8(wv[u][0], g);
+        unpack_bf16x8(wv[u][1], h);
+        const float4 xa = __ldg((const float4*)(x + i));
+        const float4 xb = __ldg((const float4*)(x + i + 4));
+        const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+          a0 = fmaf(xv[e], g[e], a0);
+          a1 = fmaf(xv[e], h[e], a1);
+        }
+      }
+    }
+  }
+}
+
+// The top K of token t's E logits and their weights into sel and sw
+// (shared memory), as moe_route computes them: the same maximum and sum
+// (warp 0, lanes strided, the same reductions), the k-th choice the logit
+// of rank k in (value descending, index ascending) order, which is what
+// moe_route's repeated arg-max with ties to the lower index picks.
+__device__ __forceinline__ void moe_route_block(const MoeP& p, int t, int* sel, float* sw) {
+  __shared__ __align__(16) float sl[MOE_EMAX];
+  __shared__ float ms[2];
+  const int E = p.E, K = p.K, E4 = (E + 3) & ~3;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int j = threadIdx.x; j < E4; j += blockDim.x) sl[j] = j < E ? p.logits[(long)t * E + j] : NEG_INF;
+  if ((int)threadIdx.x < K) sel[threadIdx.x] = 0;  // a valid expert whatever the logits (NaN)
+  __syncthreads();
+  for (int j = threadIdx.x; j < E; j += blockDim.x) {
+    const float v = sl[j];
+    int rank = 0;
+    for (int i = 0; i < E4; i += 4) {
+      const float4 u = *(const float4*)(sl + i);
+      rank += (u.x > v || (u.x == v && i < j)) + (u.y > v || (u.y == v && i + 1 < j)) +
+              (u.z > v || (u.z == v && i + 2 < j)) + (u.w > v || (u.w == v && i + 3 < j));
+    }
+    if (rank < K) sel[rank] = j;
+  }
+  if (warp == 0) {
+    float m = NEG_INF;
+    for (int e = lane; e < E; e += 32) m = fmaxf(m, sl[e]);
+    m = warp_max(m);
+    float s = 0.f;
+    for (int e = lane; e < E; e += 32) s += expf(sl[e] - m);
+    s = warp_sum(s);
+    if (lane == 0) ms[0] = m, ms[1] = s;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float top = 0.f;
+    for (int k = 0; k < K; k++) {
+      const float pk = expf(sl[sel[k]] - ms[0]) / ms[1];
+      top += pk;
+      sw[k] = pk;
+    }
+    if (p.norm)
+      for (int k = 0; k < K; k++) sw[k] /= top;
+  }
+  __syncthreads();
+}
+
+extern "C" __global__ void __launch_bounds__(256) moe_gateup(const MoeP p) {
+  STEP_TIMER();
+  const int S = p.sgate != 0;
+  const int per = p.K * p.nbR + S * p.nbS;
+  const int t = blockIdx.x / per, r = blockIdx.x - t * per;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const bool shared = r >= p.K * p.nbR;
+  const int k = shared ? p.K : r / p.nbR;
+  const int rb = shared ? r - p.K * p.nbR : r - k * p.nbR;
+  const int inter = shared ? p.sinter : p.inter, H = p.H;
+  const int o = rb * MOE_WARPS + warp;
+  const float* xr = p.x + (long)t * H;
+  __shared__ int sel[MOE_KMAX];
+  __shared__ float sw[MOE_KMAX];
+  PDL_ENTRY();
+  const u16 *wg, *wu;
+  float wk = 1.f;
+  if (!shared) {
+    moe_route_block(p, t, sel, sw);
+    const int e = sel[k];
+    wk = sw[k];
+    wg = (const u16*)p.gate[e];
+    wu = (const u16*)p.up[e];
+    if (rb == 0 && threadIdx.x == 0) {
+      p.topIdx[(long)t * p.K + k] = e;
+      p.topW[(long)t * p.K + k] = wk;
+      p.dsel[(long)t * p.K + k] = p.down[e];
+    }
+  } else {
+    wg = p.sgate;
+    wu = p.sup;
+    if (rb == 0 && p.sgw != 0) {
+      // z = x · sgw: the warps' slices of H, added in warp order.
+      __shared__ float zp[MOE_WARPS];
+      float a = 0.f;
+      for (int i = threadIdx.x; i < H; i += blockDim.x) a = fmaf(xr[i], p.sgw[i], a);
+      a = warp_sum(a);
+      if (lane == 0) zp[warp] = a;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        float zz = 0.f;
+        for (int w = 0; w < MOE_WARPS; w++) zz += zp[w];
+        p.z[t] = zz;
+      }
+    }
+  }
+  // Rows past inter repeat the last (loads in bounds, results dropped).
+  const long ro = (long)min(o, inter - 1) * H;
+  float a0 = 0.f, a1 = 0.f;
+  moe_dot2(wg + ro, wu + ro, xr, H, lane, a0, a1);
+  a0 = warp_sum(a0);
+  a1 = warp_sum(a1);
+  if (lane == 0 && o < inter) p.act[((long)t * (p.K + S) + k) * p.ldA + o] = wk * (silu(a0) * a1);
+}
+
+extern "C" __global__ void __launch_bounds__(256) moe_down(const MoeP p) {
+  STEP_TIMER();
+  constexpr int RPB = MOE_WARPS / MOE_KS;  // output rows per block
+  const int H = p.H, K = p.K, S = p.sdown != 0;
+  const int nbD = (H + RPB - 1) / RPB;
+  const int t = blockIdx.x / nbD, rb = blockIdx.x - t * nbD;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int slice = warp % MOE_KS, o = rb * RPB + warp / MOE_KS;
+  const long oc = min(o, H - 1);
+  __shared__ const u16* rows[MOE_KMAX];
+  __shared__ float red[MOE_WARPS][2];
+  PDL_ENTRY();
+  const int inter = p.inter;
+  for (int k = threadIdx.x; k < K; k += blockDim.x) rows[k] = (const u16*)p.dsel[(long)t * K + k];
+  __syncthreads();
+  const float* actT = p.act + (long)t * (K + S) * p.ldA;
+  // This warp's experts are k = slice, slice + MOE_KS, …; its chunks of 8
+  // elements n = (kk, j) run over them, kk-th expert, j-th chunk.
+  const int nc = inter / 8;
+  const int nk = (K - slice + MOE_KS - 1) / MOE_KS;
+  const int total = nk * nc;
+  float acc = 0.f;
+  for (int n0 = lane; n0 < total; n0 += 32 * MOE_U) {
+    uint4 wv[MOE_U];
+    const float* ap[MOE_U];
+#pragma unroll
+    for (int u = 0; u < MOE_U; u++) {
+      const int n = n0 + 32 * u;
+      if (n < total) {
+        const int kk = n / nc, j = n - kk * nc, kx = slice + kk * MOE_KS;
+        wv[u] = ld_stream(rows[kx] + oc * inter + j * 8);
+        ap[u] = actT + (long)kx * p.ldA + j * 8;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < MOE_U; u++) {
+      if (n0 + 32 * u < total) {
+        float w[8];
+        unpack_bf16x8(wv[u], w);
+        const float4 xa = __ldg((const float4*)ap[u]);
+        const float4 xb = __ldg((const float4*)(ap[u] + 4));
+        const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc = fmaf(xv[e], w[e], acc);
+      }
+    }
+  }
+  float accS = 0.f;
+  if (S) {
+    const int ncs = p.sinter / 8;
+    const u16* sr = p.sdown + oc * p.sinter;
+    const float* as = actT + (long)K * p.ldA;
+    for (int n0 = slice * 32 + lane; n0 < ncs; n0 += MOE_KS * 32 * MOE_U) {
+      uint4 wv[MOE_U];
+#pragma unroll
+      for (int u = 0; u < MOE_U; u++) {
+        const int n = n0 + MOE_KS * 32 * u;
+        if (n < ncs) wv[u] = ld_stream(sr + n * 8);
+      }
+#pragma unroll
+      for (int u = 0; u < MOE_U; u++) {
+        const int n = n0 + MOE_KS * 32 * u;
+        if (n < ncs) {
+          float w[8];
+          unpack_bf16x8(wv[u], w);
+          const float4 xa = __ldg((const float4*)(as + n * 8));
+          const float4 xb = __ldg((const float4*)(as + n * 8 + 4));
+          const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+          for (int e = 0; e < 8; e++) accS = fmaf(xv[e], w[e], accS);
+        }
+      }
+    }
+  }
+  acc = warp_sum(acc);
+  accS = warp_sum(accS);
+  if (lane == 0) {
+    red[warp][0] = acc;
+    red[warp][1] = accS;
+  }
+  __syncthreads();
+  if (slice == 0 && lane == 0 && o < H) {
+    float a = 0.f, as = 0.f;
+#pragma unroll
+    for (int s = 0; s < MOE_KS; s++) {
+      a += red[warp + s][0];
+      as += red[warp + s][1];
+    }
+    float y = a;
+    if (S) y = a + (p.sgw != 0 ? 1.f / (1.f + expf(-p.z[t])) : 1.f) * as;
+    const long ix = (long)t * H + o;
+    p.out[ix] = y;
+    if (p.resid) p.sum[ix] = p.aux[ix] + y;
+  }
+}
