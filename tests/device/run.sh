@@ -185,7 +185,7 @@ bench_processes envvars envvar env "${BENCH_ENVS:-}"
 group moebench 200 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-30b-a3b" INFERNIX_BENCH_LAYERS=12 INFERNIX_BENCH_MOE_GROUPED=1 INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 190s
 # moeops: the MoE operator tests alone (the fused decode path of
 # kernels/moe.cu against the indexed one and the CPU, the grouped path).
-group moeops 120 "$T" -test.v -test.run 'TestMoE'
+group moeops 120 "$T" -test.v -test.run 'TestMoE|TestWeightSlabs'
 # moedecode: decode of the whole Qwen3-30B-A3B config (48 layers, random
 # weights made on the device, 61 GB; a small KV cache so that it fits 80 GB)
 # at 512 positions, one lane and 16, the fused MoE path (kernels/moe.cu)

@@ -60,6 +60,7 @@ type Backend struct {
 	attn   map[attnKey]*attnKernels
 	mods   []driver.Module
 	allocs map[driver.DevPtr]uint64
+	slabs  weightSlabs // small weights packed into large allocations (slabs.go)
 	bytes  uint64 // device bytes allocated
 
 	meta     arena     // per-forward metadata, pinned host + device
@@ -419,6 +420,9 @@ func (b *Backend) free(p driver.DevPtr) {
 	b.pin()
 	defer b.unpin()
 	b.writes++
+	if b.releaseWeight(p) {
+		return
+	}
 	if n, ok := b.allocs[p]; ok {
 		b.drv.MemFree(p) //nolint:errcheck // freeing: nothing to do about it
 		delete(b.allocs, p)
@@ -450,6 +454,7 @@ func (b *Backend) release() {
 		b.lt.Close() //nolint:errcheck // closing
 		b.lt = nil
 	}
+	b.slabs = weightSlabs{}
 	for p := range b.allocs {
 		b.free(p)
 	}

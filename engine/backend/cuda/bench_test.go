@@ -45,7 +45,7 @@ func (w *gpuRandomWeights) Tensor(name string, shape ...int) (backend.Tensor, er
 	if rows == 1 {
 		t.dt = backend.F32
 	}
-	p, err := b.malloc(t.bytes(), name)
+	p, err := b.wmalloc(t.bytes(), name)
 	if err != nil {
 		return nil, err
 	}

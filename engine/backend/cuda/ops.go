@@ -54,7 +54,7 @@ func (b *Backend) f32Weight(w *Tensor) driver.DevPtr {
 	n := w.rows * w.cols
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	p, err := b.malloc(uint64(n)*4, "f32 weight copy")
+	p, err := b.wmalloc(uint64(n)*4, "f32 weight copy")
 	if err != nil {
 		b.fail(err)
 		return 0

@@ -88,7 +88,7 @@ func (b *Backend) Upload(name string, dt backend.DType, shape []int, data []byte
 		defer runtime.KeepAlive(f)
 	}
 	t := &Tensor{rows: rows, cols: cols, dt: dt}
-	p, err := b.malloc(t.bytes(), "tensor "+name)
+	p, err := b.wmalloc(t.bytes(), "tensor "+name)
 	if err != nil {
 		return nil, err
 	}
