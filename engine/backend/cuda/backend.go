@@ -61,7 +61,7 @@ type Backend struct {
 	mods   []driver.Module
 	allocs map[driver.DevPtr]uint64
 	slabs  weightSlabs // small weights packed into large allocations (slabs.go)
-	bytes  uint64 // device bytes allocated
+	bytes  uint64      // device bytes allocated
 
 	meta     arena     // per-forward metadata, pinned host + device
 	out      pinned    // ReadRows staging
