@@ -26,6 +26,18 @@
 #ifndef MOE_U
 #define MOE_U 4  // 16-byte weight loads in flight per lane and row
 #endif
+#ifndef MOE_UG
+#define MOE_UG MOE_U  // moe_gateup's (two rows a warp)
+#endif
+#ifndef MOE_UD
+#define MOE_UD MOE_U  // moe_down's
+#endif
+// MOE_GU_MINB: moe_gateup's minimum resident blocks per SM
+// (__launch_bounds__), so that a token's K·inter/8 blocks (768 for
+// Qwen3-30B-A3B) fit the GPU in one wave rather than 1.45.
+#ifndef MOE_GU_MINB
+#define MOE_GU_MINB 1
+#endif
 #define MOE_WARPS 8
 #define MOE_KS 2  // warps per output row in moe_down
 #define MOE_EMAX 1024
@@ -53,13 +65,13 @@ struct MoeP {
 };
 
 // lane's share of the dot products of weight rows w0 and w1 (n elements,
-// 16-byte aligned) with x: elements lane·8 + 256·j, MOE_U loads of each row
+// 16-byte aligned) with x: elements lane·8 + 256·j, MOE_UG loads of each row
 // in flight.
 __device__ __forceinline__ void moe_dot2(const u16* w0, const u16* w1, const float* x, int n, int lane, float& a0, float& a1) {
-  for (int i0 = lane * 8; i0 < n; i0 += 256 * MOE_U) {
-    uint4 wv[MOE_U][2];
+  for (int i0 = lane * 8; i0 < n; i0 += 256 * MOE_UG) {
+    uint4 wv[MOE_UG][2];
 #pragma unroll
-    for (int u = 0; u < MOE_U; u++) {
+    for (int u = 0; u < MOE_UG; u++) {
       const int i = i0 + u * 256;
       if (i < n) {
         wv[u][0] = ld_stream(w0 + i);
@@ -67,7 +79,7 @@ __device__ __forceinline__ void moe_dot2(const u16* w0, const u16* w1, const flo
       }
     }
 #pragma unroll
-    for (int u = 0; u < MOE_U; u++) {
+    for (int u = 0; u < MOE_UG; u++) {
       const int i = i0 + u * 256;
       if (i < n) {
         float g[8], h[8];
@@ -132,7 +144,7 @@ __device__ __forceinline__ void moe_route_block(const MoeP& p, int t, int* sel, 
   __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256) moe_gateup(const MoeP p) {
+extern "C" __global__ void __launch_bounds__(256, MOE_GU_MINB) moe_gateup(const MoeP p) {
   STEP_TIMER();
   const int S = p.sgate != 0;
   const int per = p.K * p.nbR + S * p.nbS;
@@ -209,11 +221,11 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(const MoeP p) {
   const int nk = (K - slice + MOE_KS - 1) / MOE_KS;
   const int total = nk * nc;
   float acc = 0.f;
-  for (int n0 = lane; n0 < total; n0 += 32 * MOE_U) {
-    uint4 wv[MOE_U];
-    const float* ap[MOE_U];
+  for (int n0 = lane; n0 < total; n0 += 32 * MOE_UD) {
+    uint4 wv[MOE_UD];
+    const float* ap[MOE_UD];
 #pragma unroll
-    for (int u = 0; u < MOE_U; u++) {
+    for (int u = 0; u < MOE_UD; u++) {
       const int n = n0 + 32 * u;
       if (n < total) {
         const int kk = n / nc, j = n - kk * nc, kx = slice + kk * MOE_KS;
@@ -222,7 +234,7 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(const MoeP p) {
       }
     }
 #pragma unroll
-    for (int u = 0; u < MOE_U; u++) {
+    for (int u = 0; u < MOE_UD; u++) {
       if (n0 + 32 * u < total) {
         float w[8];
         unpack_bf16x8(wv[u], w);
@@ -239,15 +251,15 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(const MoeP p) {
     const int ncs = p.sinter / 8;
     const u16* sr = p.sdown + oc * p.sinter;
     const float* as = actT + (long)K * p.ldA;
-    for (int n0 = slice * 32 + lane; n0 < ncs; n0 += MOE_KS * 32 * MOE_U) {
-      uint4 wv[MOE_U];
+    for (int n0 = slice * 32 + lane; n0 < ncs; n0 += MOE_KS * 32 * MOE_UD) {
+      uint4 wv[MOE_UD];
 #pragma unroll
-      for (int u = 0; u < MOE_U; u++) {
+      for (int u = 0; u < MOE_UD; u++) {
         const int n = n0 + MOE_KS * 32 * u;
         if (n < ncs) wv[u] = ld_stream(sr + n * 8);
       }
 #pragma unroll
-      for (int u = 0; u < MOE_U; u++) {
+      for (int u = 0; u < MOE_UD; u++) {
         const int n = n0 + MOE_KS * 32 * u;
         if (n < ncs) {
           float w[8];

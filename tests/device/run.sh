@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moeops moedecode moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moeops moedecode moevars moesteps moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -191,6 +191,23 @@ group moeops 120 "$T" -test.v -test.run 'TestMoE|TestWeightSlabs'
 # at 512 positions, one lane and 16, the fused MoE path (kernels/moe.cu)
 # and the indexed one in turn (benchMoEDecode).
 group moedecode 240 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-30b-a3b" INFERNIX_BENCH_KV_BLOCKS=300 INFERNIX_BENCH_MOE_DECODE=1 INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 230s
+# moevars: moedecode a process per entry of MOE_VARIANTS (';' between
+# processes; kernels/moe.cu's defines through INFERNIX_CUDA_MOE_DEFINES,
+# "MOE_UG=2 MOE_GU_MINB=6"), the defaults first and last; JSON and
+# defines.txt under $out/moevarN/.
+case " $groups " in *" moevars "*)
+  IFS=';' read -r -a moe_specs <<< "${MOE_VARIANTS:-}"
+  moe_specs=("" "${moe_specs[@]}" "")
+  for i in "${!moe_specs[@]}"; do
+    mkdir -p "$out/moevar$i"
+    echo "${moe_specs[$i]}" > "$out/moevar$i/defines.txt"
+    group moevars 150 env INFERNIX_CUDA_MOE_DEFINES="${moe_specs[$i]}" INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-30b-a3b" INFERNIX_BENCH_KV_BLOCKS=300 INFERNIX_BENCH_MOE_DECODE=1 INFERNIX_BENCH_OUT="$out/moevar$i" "$T" -test.v -test.run 'TestBench' -test.timeout 140s
+  done
+;; esac
+# moesteps: every launch of a graph-replayed one-lane decode step of the
+# whole Qwen3-30B-A3B config, fused and indexed (benchMoEDecode), kernels
+# compiled with STEP_TIMING=2; lines "step timing ..." in the log.
+group moesteps 150 env INFERNIX_CUDA_DEFINES="STEP_TIMING=2" INFERNIX_BENCH_STEP_TIMING=1 INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-30b-a3b" INFERNIX_BENCH_KV_BLOCKS=300 INFERNIX_BENCH_MOE_DECODE=1 INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 140s
 group moe 120 env INFERNIX_CUDA_MOE_GROUPED=0 "$T" -test.v -test.run 'TestMoEGrouped|TestModelRandom|TestGraphsMatchEager|TestFixtures'
 if case " $groups " in *" hf "*) ;; *) false ;; esac; then
   echo "== hf reference generation" | tee -a "$log"

@@ -677,6 +677,16 @@ func benchMoEDecode(b *Backend, res map[string]any, bw, bytes float64, forward f
 	}
 	b.moeFused = true
 	decode(one, 250) // warm-up
+	if os.Getenv("INFERNIX_BENCH_STEP_TIMING") == "1" {
+		// Every launch of a graph-replayed one-lane step at 640 positions,
+		// fused and indexed (kernels compiled with STEP_TIMING=2).
+		for _, fused := range []bool{true, false} {
+			b.moeFused = fused
+			benchStepTiming(b, res, map[bool]string{true: "moe_fused_ctx640", false: "moe_indexed_ctx640"}[fused], 640,
+				func(p int) { forward(one, []int{p}, 1) })
+		}
+		return
+	}
 	runs := b.moeFusedRuns
 	for i, fused := range []bool{true, false, true, false} {
 		b.moeFused = fused

@@ -239,7 +239,9 @@ func (b *Backend) loadKernels() error {
 		}
 	}
 	// The fused MoE decode falls back to the indexed path without it.
-	if err := b.load("moe.cu", nil, map[string]**kernel{"moe_gateup": &k.moeGateUp, "moe_down": &k.moeDown}); err != nil {
+	// INFERNIX_CUDA_MOE_DEFINES ("MOE_UG=2 MOE_GU_MINB=6"): its tunables,
+	// for measuring them without recompiling the other modules.
+	if err := b.load("moe.cu", strings.Fields(os.Getenv("INFERNIX_CUDA_MOE_DEFINES")), map[string]**kernel{"moe_gateup": &k.moeGateUp, "moe_down": &k.moeDown}); err != nil {
 		k.moeGateUp, k.moeDown, b.moeErr = nil, nil, err
 		b.logf("cuda: %v; MoE decode takes the indexed path", err)
 	}
