@@ -23,20 +23,32 @@
 // Experts are bf16 rows of H (gate, up) or inter (down) elements, every
 // row 16-byte aligned (the host checks); E ≤ MOE_EMAX, K ≤ MOE_KMAX.
 
-#ifndef MOE_U
-#define MOE_U 4  // 16-byte weight loads in flight per lane and row
-#endif
+// 16-byte weight loads in flight per lane and row: MOE_UG in moe_gateup
+// (two rows a warp), MOE_UD in moe_down. MOE_GU_MINB: moe_gateup's minimum
+// resident blocks per SM (__launch_bounds__), so that a token's K·inter/8
+// blocks (768 for Qwen3-30B-A3B) fit the GPU in one wave: at 62 registers
+// 4 blocks fit an SM and the 768 ran in 1.45 waves. Measured (H100, the
+// whole Qwen3-30B-A3B, decode at 512, tok/s one lane / 16 lanes, a process
+// each): UG 4, UD 4 (no bound) 277.0, 270.5 / 623.8, 624.7; UG 2 with
+// MINB 6 (40 registers, no spill) 286.4 / 632.6; and UD 2 as well 285.1,
+// 292.9 / 659.4, 662.7; UG 2 alone 281.2 / 639.3; UD 8 256.6 / 594.4
+// (tests/device/NOTES.md, run 32).
 #ifndef MOE_UG
-#define MOE_UG MOE_U  // moe_gateup's (two rows a warp)
+#define MOE_UG 2
 #endif
 #ifndef MOE_UD
-#define MOE_UD MOE_U  // moe_down's
+#define MOE_UD 2
 #endif
-// MOE_GU_MINB: moe_gateup's minimum resident blocks per SM
-// (__launch_bounds__), so that a token's K·inter/8 blocks (768 for
-// Qwen3-30B-A3B) fit the GPU in one wave rather than 1.45.
 #ifndef MOE_GU_MINB
-#define MOE_GU_MINB 1
+#define MOE_GU_MINB 6
+#endif
+// MOE_FAST_ROUTE=1: the chosen experts' weights computed by K threads at
+// once instead of one thread in turn, and the gate and up tables' entries
+// read before PDL_WAIT (they never change) and passed on through shared
+// memory where E ≤ 256, so that a block's first weight load follows the
+// routing without another round trip. The same values bit for bit.
+#ifndef MOE_FAST_ROUTE
+#define MOE_FAST_ROUTE 1
 #endif
 #define MOE_WARPS 8
 #define MOE_KS 2  // warps per output row in moe_down
@@ -131,6 +143,22 @@ __device__ __forceinline__ void moe_route_block(const MoeP& p, int t, int* sel, 
     if (lane == 0) ms[0] = m, ms[1] = s;
   }
   __syncthreads();
+#if MOE_FAST_ROUTE
+  // Each of K threads its own choice; the sum in k order, as moe_route's.
+  float pk = 0.f;
+  if ((int)threadIdx.x < K) {
+    pk = expf(sl[sel[threadIdx.x]] - ms[0]) / ms[1];
+    sw[threadIdx.x] = pk;
+  }
+  if (p.norm) {
+    __syncthreads();
+    float top = 0.f;
+    if ((int)threadIdx.x < K)
+      for (int k = 0; k < K; k++) top += sw[k];
+    __syncthreads();
+    if ((int)threadIdx.x < K) sw[threadIdx.x] = pk / top;
+  }
+#else
   if (threadIdx.x == 0) {
     float top = 0.f;
     for (int k = 0; k < K; k++) {
@@ -141,6 +169,7 @@ __device__ __forceinline__ void moe_route_block(const MoeP& p, int t, int* sel, 
     if (p.norm)
       for (int k = 0; k < K; k++) sw[k] /= top;
   }
+#endif
   __syncthreads();
 }
 
@@ -158,6 +187,14 @@ extern "C" __global__ void __launch_bounds__(256, MOE_GU_MINB) moe_gateup(const 
   const float* xr = p.x + (long)t * H;
   __shared__ int sel[MOE_KMAX];
   __shared__ float sw[MOE_KMAX];
+  __shared__ u64 wsel[2];
+  // Expert threadIdx.x's gate and up addresses, requested before the wait.
+  const bool early = MOE_FAST_ROUTE && !shared && p.E <= (int)blockDim.x;
+  u64 myg = 0, myu = 0;
+  if (early && (int)threadIdx.x < p.E) {
+    myg = p.gate[threadIdx.x];
+    myu = p.up[threadIdx.x];
+  }
   PDL_ENTRY();
   const u16 *wg, *wu;
   float wk = 1.f;
@@ -165,8 +202,15 @@ extern "C" __global__ void __launch_bounds__(256, MOE_GU_MINB) moe_gateup(const 
     moe_route_block(p, t, sel, sw);
     const int e = sel[k];
     wk = sw[k];
-    wg = (const u16*)p.gate[e];
-    wu = (const u16*)p.up[e];
+    if (early) {
+      if ((int)threadIdx.x == e) wsel[0] = myg, wsel[1] = myu;
+      __syncthreads();
+      wg = (const u16*)wsel[0];
+      wu = (const u16*)wsel[1];
+    } else {
+      wg = (const u16*)p.gate[e];
+      wu = (const u16*)p.up[e];
+    }
     if (rb == 0 && threadIdx.x == 0) {
       p.topIdx[(long)t * p.K + k] = e;
       p.topW[(long)t * p.K + k] = wk;

@@ -15,8 +15,9 @@ import (
 // paths, the fused one in three launches (the norm in the router's
 // product, the residual add in moe_down) where fusion is on. Shapes: the
 // Qwen3-30B-A3B router (128 experts, top 8), a gated shared expert twice as
-// wide as the routed ones with top 10 (Qwen3-Next, Qwen3.5-MoE), and a
-// hidden size that is no multiple of 256 with an ungated shared expert.
+// wide as the routed ones with top 10 (Qwen3-Next, Qwen3.5-MoE), a
+// hidden size that is no multiple of 256 with an ungated shared expert, and
+// Qwen3-Next's 512 experts (the expert tables read after the routing).
 func TestMoEFused(t *testing.T) {
 	b := gpu(t)
 	if b.k.moeGateUp == nil {
@@ -31,6 +32,7 @@ func TestMoEFused(t *testing.T) {
 		{128, 8, 256, 96, true, false, false},
 		{64, 10, 128, 64, true, true, true},
 		{8, 2, 72, 24, false, true, false},
+		{512, 10, 128, 32, true, true, true}, // more experts than a block has threads
 	} {
 		m := &backend.MoE{TopK: c.K, NormTopK: c.norm}
 		mc := &backend.MoE{TopK: c.K, NormTopK: c.norm}
