@@ -32,7 +32,9 @@
 // each): UG 4, UD 4 (no bound) 277.0, 270.5 / 623.8, 624.7; UG 2 with
 // MINB 6 (40 registers, no spill) 286.4 / 632.6; and UD 2 as well 285.1,
 // 292.9 / 659.4, 662.7; UG 2 alone 281.2 / 639.3; UD 8 256.6 / 594.4
-// (tests/device/NOTES.md, run 32).
+// (tests/device/NOTES.md, run 32). Also measured and dropped: the routing's
+// weights computed by K threads at once and the expert tables read before
+// PDL_WAIT (run 32, call d: within the drift).
 #ifndef MOE_UG
 #define MOE_UG 2
 #endif
@@ -41,14 +43,6 @@
 #endif
 #ifndef MOE_GU_MINB
 #define MOE_GU_MINB 6
-#endif
-// MOE_FAST_ROUTE=1: the chosen experts' weights computed by K threads at
-// once instead of one thread in turn, and the gate and up tables' entries
-// read before PDL_WAIT (they never change) and passed on through shared
-// memory where E ≤ 256, so that a block's first weight load follows the
-// routing without another round trip. The same values bit for bit.
-#ifndef MOE_FAST_ROUTE
-#define MOE_FAST_ROUTE 1
 #endif
 #define MOE_WARPS 8
 #define MOE_KS 2  // warps per output row in moe_down
@@ -143,22 +137,6 @@ __device__ __forceinline__ void moe_route_block(const MoeP& p, int t, int* sel, 
     if (lane == 0) ms[0] = m, ms[1] = s;
   }
   __syncthreads();
-#if MOE_FAST_ROUTE
-  // Each of K threads its own choice; the sum in k order, as moe_route's.
-  float pk = 0.f;
-  if ((int)threadIdx.x < K) {
-    pk = expf(sl[sel[threadIdx.x]] - ms[0]) / ms[1];
-    sw[threadIdx.x] = pk;
-  }
-  if (p.norm) {
-    __syncthreads();
-    float top = 0.f;
-    if ((int)threadIdx.x < K)
-      for (int k = 0; k < K; k++) top += sw[k];
-    __syncthreads();
-    if ((int)threadIdx.x < K) sw[threadIdx.x] = pk / top;
-  }
-#else
   if (threadIdx.x == 0) {
     float top = 0.f;
     for (int k = 0; k < K; k++) {
@@ -169,7 +147,6 @@ __device__ __forceinline__ void moe_route_block(const MoeP& p, int t, int* sel, 
     if (p.norm)
       for (int k = 0; k < K; k++) sw[k] /= top;
   }
-#endif
   __syncthreads();
 }
 
@@ -187,14 +164,6 @@ extern "C" __global__ void __launch_bounds__(256, MOE_GU_MINB) moe_gateup(const 
   const float* xr = p.x + (long)t * H;
   __shared__ int sel[MOE_KMAX];
   __shared__ float sw[MOE_KMAX];
-  __shared__ u64 wsel[2];
-  // Expert threadIdx.x's gate and up addresses, requested before the wait.
-  const bool early = MOE_FAST_ROUTE && !shared && p.E <= (int)blockDim.x;
-  u64 myg = 0, myu = 0;
-  if (early && (int)threadIdx.x < p.E) {
-    myg = p.gate[threadIdx.x];
-    myu = p.up[threadIdx.x];
-  }
   PDL_ENTRY();
   const u16 *wg, *wu;
   float wk = 1.f;
@@ -202,15 +171,8 @@ extern "C" __global__ void __launch_bounds__(256, MOE_GU_MINB) moe_gateup(const 
     moe_route_block(p, t, sel, sw);
     const int e = sel[k];
     wk = sw[k];
-    if (early) {
-      if ((int)threadIdx.x == e) wsel[0] = myg, wsel[1] = myu;
-      __syncthreads();
-      wg = (const u16*)wsel[0];
-      wu = (const u16*)wsel[1];
-    } else {
-      wg = (const u16*)p.gate[e];
-      wu = (const u16*)p.up[e];
-    }
+    wg = (const u16*)p.gate[e];
+    wu = (const u16*)p.up[e];
     if (rb == 0 && threadIdx.x == 0) {
       p.topIdx[(long)t * p.K + k] = e;
       p.topW[(long)t * p.K + k] = wk;
