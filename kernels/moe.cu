@@ -44,6 +44,7 @@
 #ifndef MOE_GU_MINB
 #define MOE_GU_MINB 6
 #endif
+// The host sizes its grids from these (moe_fused.go moeGateUpRows, moeDownRows).
 #define MOE_WARPS 8
 #define MOE_KS 2  // warps per output row in moe_down
 #define MOE_EMAX 1024

@@ -417,12 +417,17 @@ func (b *Backend) malloc(n uint64, what string) (driver.DevPtr, error) {
 func gib(n uint64) float64 { return float64(n) / (1 << 30) }
 
 func (b *Backend) free(p driver.DevPtr) {
-	b.pin()
-	defer b.unpin()
-	b.writes++
 	if b.releaseWeight(p) {
 		return
 	}
+	b.freeAlloc(p)
+}
+
+// freeAlloc frees an allocation of malloc's.
+func (b *Backend) freeAlloc(p driver.DevPtr) {
+	b.pin()
+	defer b.unpin()
+	b.writes++
 	if n, ok := b.allocs[p]; ok {
 		b.drv.MemFree(p) //nolint:errcheck // freeing: nothing to do about it
 		delete(b.allocs, p)

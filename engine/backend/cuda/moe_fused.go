@@ -27,6 +27,13 @@ const (
 	moeArgSlots = 23
 )
 
+// Rows of output a block computes: MOE_WARPS in moe_gateup, MOE_WARPS /
+// MOE_KS in moe_down (kernels/moe.cu).
+const (
+	moeGateUpRows = 8
+	moeDownRows   = 4
+)
+
 // moeDownOp is a held moe_down launch.
 type moeDownOp struct {
 	args [moeArgSlots]uint64
@@ -87,7 +94,7 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 		return
 	}
 	b.matmulOpt(logits, xx.ptr, router, T, H, E, false)
-	nbR, nbS := (inter+7)/8, (sinter+7)/8
+	nbR, nbS := (inter+moeGateUpRows-1)/moeGateUpRows, (sinter+moeGateUpRows-1)/moeGateUpRows
 	norm := 0
 	if m.NormTopK {
 		norm = 1
@@ -102,7 +109,7 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 	a[17], a[18], a[19] = pair(T, E), pair(K, H), pair(inter, sinter)
 	a[20], a[21], a[22] = pair(ldA, norm), pair(nbR, nbS), pair(0, 0)
 	b.launch(b.k.moeGateUp, uint32(T*(K*nbR+S*nbS)), 1, 1, 256, 1, 0, a[:]...)
-	op := moeDownOp{args: a, grid: uint32(T * ((H + 3) / 4)), out: o.ptr, n: T * H} // MOE_WARPS / MOE_KS rows a block
+	op := moeDownOp{args: a, grid: uint32(T * ((H + moeDownRows - 1) / moeDownRows)), out: o.ptr, n: T * H}
 	b.moeFusedRuns++
 	if !b.fuse {
 		b.launchMoEDown(&op)
@@ -116,7 +123,7 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 // operand is its output; false otherwise.
 func (b *Backend) takeMoEResid(sum, a, c driver.DevPtr, n int) bool {
 	p := &b.pend
-	if p.kind != pendMoE || !b.fz.resid || p.moe.args[moeArgResid] != 0 || n != p.moe.n {
+	if p.kind != pendMoE || !b.fz.gemvf || !b.fz.resid || p.moe.args[moeArgResid] != 0 || n != p.moe.n {
 		return false
 	}
 	var resid driver.DevPtr

@@ -30,7 +30,7 @@ func TestMoEFusedEmulated(t *testing.T) {
 		{T: 3, E: 9, K: 2, H: 16, inter: 8, sinter: 8, norm: true},
 		{T: 1, E: 128, K: 8, H: 48, inter: 16, sinter: 16, gated: true, norm: true, resid: true, ties: true},
 		{T: 2, E: 40, K: 1, H: 520, inter: 32},
-		{T: 1, E: 300, K: 6, H: 24, inter: 8, sinter: 16, gated: true, norm: true, resid: true, ties: true}, // E > 256: tables read after the routing
+		{T: 1, E: 300, K: 6, H: 24, inter: 8, sinter: 16, gated: true, norm: true, resid: true, ties: true}, // more experts than threads: ranks over several rounds
 	} {
 		t.Run(fmt.Sprintf("T%d_E%d_K%d_H%d_I%d_S%d_g%v_n%v_r%v", c.T, c.E, c.K, c.H, c.inter, c.sinter, c.gated, c.norm, c.resid), func(t *testing.T) {
 			moeEmuCheck(t, bin, r, c)

@@ -56,6 +56,17 @@ func TestMoEFused(t *testing.T) {
 				b.moeFused = fused
 				write(t, b, x.g, x0)
 				poison(b, mlp.g)
+				// The choices' scratch poisoned too, so that each path
+				// must write its own.
+				// (Once the warm-up below has sized them.)
+				for _, sc := range []struct {
+					i int
+					v uint32
+				}{{scrTopIdx, 0xffffffff}, {scrTopW, 0x7fc00000}} {
+					if b.scratch[sc.i].size >= uint64(4*T*c.K) {
+						b.memset(b.scratch[sc.i].p, sc.v, T*c.K)
+					}
+				}
 				n0, runs := b.launches, b.moeFusedRuns
 				b.RMSNorm(h.g, x.g, nw.g, 1e-6)
 				b.MoE(mlp.g, h.g, m)

@@ -8,7 +8,7 @@ import "github.com/infernix/infernix/engine/backend/cuda/driver"
 // expert matrices of 3 MiB each took 4 MiB apiece: 18 GiB of an 80 GB GPU
 // lost to rounding (measured on an H100: 59.2 GiB of weights held, 1.4 GiB
 // free of 79.2). A slab is freed when the last tensor in it is, unless it
-// is the one being filled.
+// is the one being filled, which is then filled again from its start.
 const (
 	slabBytes     = 256 << 20
 	slabTensorMax = 32 << 20
@@ -23,27 +23,26 @@ type weightSlabs struct {
 	allocated int                             // slabs allocated so far (tests)
 }
 
-// wmalloc returns device memory for a weight of n bytes: from a slab when
-// it is small, else an allocation of its own.
-func (b *Backend) wmalloc(n uint64, what string) (driver.DevPtr, error) {
+// get returns n bytes for a weight: from a slab when it is small, else (or
+// where no new slab can be had) from alloc directly.
+func (s *weightSlabs) get(n uint64, alloc func(uint64) (driver.DevPtr, error)) (driver.DevPtr, error) {
 	if n > slabTensorMax || n == 0 {
-		return b.malloc(n, what)
+		return alloc(n)
 	}
-	s := &b.slabs
 	n = (n + slabAlign - 1) &^ (slabAlign - 1)
+	if s.cur != 0 && s.live[s.cur] == 0 {
+		s.used = 0 // everything in it was freed: fill it again
+	}
 	if s.cur == 0 || s.used+n > slabBytes {
-		p, err := b.malloc(slabBytes, what+" (a 256 MiB slab of weights)")
+		p, err := alloc(slabBytes)
 		if err != nil {
-			return 0, err
+			return alloc(n)
 		}
 		if s.live == nil {
 			s.live, s.slabOf = map[driver.DevPtr]int{}, map[driver.DevPtr]driver.DevPtr{}
 		}
-		if s.cur != 0 && s.live[s.cur] == 0 {
-			b.free(s.cur) // everything in it was freed while it was being filled
-			delete(s.live, s.cur)
-		}
 		s.cur, s.used = p, 0
+		s.live[p] = 0
 		s.allocated++
 	}
 	p := s.cur + driver.DevPtr(s.used)
@@ -53,19 +52,37 @@ func (b *Backend) wmalloc(n uint64, what string) (driver.DevPtr, error) {
 	return p, nil
 }
 
-// releaseWeight frees p if wmalloc put it in a slab (true), freeing the
-// slab when nothing in it is left; false if p is not a slab's.
-func (b *Backend) releaseWeight(p driver.DevPtr) bool {
-	s := &b.slabs
+// release takes back p if get put it in a slab (true), handing the slab to
+// free when nothing in it is left and it is not the one being filled. A
+// slab's own address that no live weight has (a weight freed twice) is
+// taken and ignored too, so that it cannot free the slab under its
+// neighbours. False: p is not a slab's.
+func (s *weightSlabs) release(p driver.DevPtr, free func(driver.DevPtr)) bool {
 	slab, ok := s.slabOf[p]
 	if !ok {
-		return false
+		_, isSlab := s.live[p]
+		return isSlab
 	}
 	delete(s.slabOf, p)
 	s.live[slab]--
 	if s.live[slab] == 0 && slab != s.cur {
 		delete(s.live, slab)
-		b.free(slab)
+		free(slab)
 	}
 	return true
+}
+
+// wmalloc returns device memory for a weight of n bytes (weightSlabs.get).
+func (b *Backend) wmalloc(n uint64, what string) (driver.DevPtr, error) {
+	return b.slabs.get(n, func(m uint64) (driver.DevPtr, error) {
+		if m == slabBytes && n != slabBytes {
+			return b.malloc(m, what+" (a 256 MiB slab of weights)")
+		}
+		return b.malloc(m, what)
+	})
+}
+
+// releaseWeight frees p if wmalloc put it in a slab (weightSlabs.release).
+func (b *Backend) releaseWeight(p driver.DevPtr) bool {
+	return b.slabs.release(p, b.freeAlloc)
 }

@@ -185,5 +185,11 @@ func (b *Backend) Free(t backend.Tensor) {
 	defer runtime.UnlockOSThread()
 	b.needEager()
 	b.sync()
+	// Its f32 copy goes too: a weight uploaded later at the same address
+	// (slabs and the driver both reuse them) must not find it.
+	if p, ok := b.f32w[c.ptr]; ok {
+		delete(b.f32w, c.ptr)
+		b.free(p)
+	}
 	b.free(c.ptr)
 }
