@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moeops moedecode moevars moesteps moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moeops moedecode moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -88,6 +88,11 @@ group hybrid 240 "$T" -test.v -test.run 'TestRecurrentOps|TestModelHybrid|TestFi
 # speculative server against the plain one.
 group recheck 240 "$T" -test.v -test.count 3 -test.run 'TestModelHybrid|TestFixtures|TestModelRandom|TestGGUFFixtures'
 [ -x "$root/bin/cuda/e2e.test" ] && group recheck 60 env INFERNIX_TEST_DEVICE=cuda sh -c "cd '$root/tests/e2e' && '$root/bin/cuda/e2e.test' -test.v -test.run 'TestSpeculativeDecoding'"
+# hybridab (not in the default groups): TestModelHybrid 24 times with the
+# fused MoE decode and 24 times with the indexed one (run 32 saw 3 failing
+# subtests of 54 fused, none of 48 indexed, against the formats reference).
+group hybridab 200 "$T" -test.v -test.count 24 -test.run 'TestModelHybrid'
+group hybridab 200 env INFERNIX_CUDA_MOE_FUSED=0 "$T" -test.v -test.count 24 -test.run 'TestModelHybrid'
 # (and the conv and delta rule alone at Qwen3-Next's shapes: lines
 # "recurrent bench ..." in the log)
 group hybrid 60 env INFERNIX_BENCH_GDN=1 "$T" -test.v -test.run 'TestRecurrentBench'
