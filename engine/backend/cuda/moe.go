@@ -106,13 +106,27 @@ func (b *Backend) gemvIndexed(out, x, ptrs, idx driver.DevPtr, xdiv, I, O, pairs
 	b.launch(b.k.gemvIdxScalar[dt], blocks(O, 8), uint32(pairs), 1, 256, 1, 0, ptr(out), ptr(x), ptr(ptrs), ptr(idx), i32(xdiv), i32(I), i32(O))
 }
 
-func (b *Backend) sharedExpert(o, xx *Tensor, m *backend.MoE) {
-	T, H := xx.rows, xx.cols
-	sg, su, sd := tensor(m.SharedGate), tensor(m.SharedUp), tensor(m.SharedDown)
+// sharedExpertWeights returns m's shared expert (gate, up, down) and its
+// gate weight (nil if none), their shapes checked against hidden size H.
+func sharedExpertWeights(m *backend.MoE, H int) (sg, su, sd, gw *Tensor) {
+	sg, su, sd = tensor(m.SharedGate), tensor(m.SharedUp), tensor(m.SharedDown)
 	inter := sg.rows
 	if sg.cols != H || su.rows != inter || su.cols != H || sd.rows != H || sd.cols != inter {
 		panic(fmt.Sprintf("cuda: MoE shared expert %dx%d %dx%d %dx%d for hidden %d", sg.rows, sg.cols, su.rows, su.cols, sd.rows, sd.cols, H))
 	}
+	if m.SharedExpertGate != nil {
+		gw = tensor(m.SharedExpertGate)
+		if gw.rows*gw.cols != H {
+			panic(fmt.Sprintf("cuda: MoE shared expert gate %dx%d for hidden %d", gw.rows, gw.cols, H))
+		}
+	}
+	return sg, su, sd, gw
+}
+
+func (b *Backend) sharedExpert(o, xx *Tensor, m *backend.MoE) {
+	T, H := xx.rows, xx.cols
+	sg, su, sd, g := sharedExpertWeights(m, H)
+	inter := sg.rows
 	gate, ok1 := b.scratchPtr(scrGate, uint64(4*T*inter))
 	up, ok2 := b.scratchPtr(scrUp, uint64(4*T*inter))
 	y, ok3 := b.scratchPtr(scrShared, uint64(4*T*H))
@@ -124,11 +138,7 @@ func (b *Backend) sharedExpert(o, xx *Tensor, m *backend.MoE) {
 	b.matmul(up, xx.ptr, su, T, H, inter)
 	b.swiglu(gate, gate, up, T*inter)
 	b.matmul(y, gate, sd, T, inter, H)
-	if m.SharedExpertGate != nil {
-		g := tensor(m.SharedExpertGate)
-		if g.rows*g.cols != H {
-			panic(fmt.Sprintf("cuda: MoE shared expert gate %dx%d for hidden %d", g.rows, g.cols, H))
-		}
+	if g != nil {
 		gw := &Tensor{ptr: b.f32Weight(g), rows: 1, cols: H, dt: backend.F32}
 		b.matmul(z, xx.ptr, gw, T, H, 1)
 		b.launch(b.k.sigAdd, uint32(T), 1, 1, 256, 1, 0, ptr(o.ptr), ptr(y), ptr(z), i32(H))

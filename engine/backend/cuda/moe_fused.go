@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"fmt"
-
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/backend/cuda/driver"
 )
@@ -22,7 +20,6 @@ import (
 const (
 	moeArgAux   = 15
 	moeArgSum   = 16
-	moeArgInts  = 17
 	moeArgResid = 22 // resid (low half) and pad
 	moeArgSlots = 23
 )
@@ -70,16 +67,10 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 	var sgw driver.DevPtr
 	S, sinter := 0, 0
 	if m.SharedGate != nil {
-		sg, su, sd = tensor(m.SharedGate), tensor(m.SharedUp), tensor(m.SharedDown)
+		var g *Tensor
+		sg, su, sd, g = sharedExpertWeights(m, H)
 		S, sinter = 1, sg.rows
-		if sg.cols != H || su.rows != sinter || su.cols != H || sd.rows != H || sd.cols != sinter {
-			panic(fmt.Sprintf("cuda: MoE shared expert %dx%d %dx%d %dx%d for hidden %d", sg.rows, sg.cols, su.rows, su.cols, sd.rows, sd.cols, H))
-		}
-		if m.SharedExpertGate != nil {
-			g := tensor(m.SharedExpertGate)
-			if g.rows*g.cols != H {
-				panic(fmt.Sprintf("cuda: MoE shared expert gate %dx%d for hidden %d", g.rows, g.cols, H))
-			}
+		if g != nil {
 			sgw = b.f32Weight(g)
 		}
 	}
