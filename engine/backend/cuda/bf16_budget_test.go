@@ -31,6 +31,9 @@ type bf16Inputs struct {
 	// f32Products leaves the products' inputs alone (the GPU with every
 	// product through the f32 GEMV: checkF32Products).
 	f32Products bool
+	// moe, where set, says how the GPU rounds a MoE over T tokens
+	// (Backend.moeFormatsFor); nil leaves the CPU's MoE in f32 throughout.
+	moe func(T int, m *backend.MoE) moeFormats
 }
 
 // kvRounder is the rounding of the GPU's KV cache type dt.
@@ -69,6 +72,183 @@ func (b *bf16Inputs) MatMul(out, x, w backend.Tensor) {
 	b.Backend.MatMul(out, x, w)
 }
 
+// MoE is the CPU's MoE with the GPU's roundings (b.moe): where the GPU
+// groups a prefill's tokens by expert (moeGroupedRun), an expert with more
+// than gemvMax tokens reads its gate|up input and its down input in bf16
+// through cuBLASLt, one with fewer reads f32 through the GEMV kernels; the
+// shared expert's products round above gemvMax rows unless the fused
+// kernels run it; the router and the shared expert's gate always read f32.
+// Without it, the CPU in the GPU's formats missed roundings that move the
+// tiny MoE hybrids' decode by ~2e-2 (run 33).
+func (b *bf16Inputs) MoE(out, x backend.Tensor, m *backend.MoE) {
+	if !b.on || b.f32Products || b.moe == nil {
+		b.Backend.MoE(out, x, m)
+		return
+	}
+	f := b.moe(x.Shape()[0], m)
+	if f.expertRows == 0 && !f.shared {
+		b.Backend.MoE(out, x, m)
+		return
+	}
+	moeRounded(b.Backend, out, x, m, f)
+}
+
+// moeFormats is where a MoE on the GPU reads bf16 activations: an expert
+// whose token group has at least expertRows rows (0: none does), and the
+// shared expert.
+type moeFormats struct {
+	expertRows int
+	shared     bool
+}
+
+// moeFormatsFor is how b would round a MoE over T tokens in a model's
+// forward: grouped or not as moeGroupedFor decides (asked with the state of
+// a forward of T tokens, then restored); fused or not as moeFusedFor
+// decides, its conditions on the CPU's weights copied here (the device
+// tables it reads are the GPU model's), so a change there needs one here.
+func (b *Backend) moeFormatsFor(T int, m *backend.MoE) moeFormats {
+	g := &b.g
+	inStep, stepT, mode := g.inStep, g.T, g.mode
+	g.inStep, g.T, g.mode = true, T, modeEager
+	grouped := b.moeGroupedFor(T)
+	g.inStep, g.T, g.mode = inStep, stepT, mode
+	bf16 := func(ws ...backend.Tensor) bool {
+		for _, w := range ws {
+			if w.DType() != backend.BF16 {
+				return false
+			}
+		}
+		return true
+	}
+	fused := !grouped && b.moeFused && b.k.moeGateUp != nil && b.k.moeDown != nil &&
+		len(m.Gate) <= 1024 && m.TopK <= 64 && bf16(m.Gate[0], m.Up[0], m.Down[0])
+	if fused && m.SharedGate != nil {
+		sg := m.SharedGate.Shape()
+		fused = bf16(m.SharedGate, m.SharedUp, m.SharedDown) && sg[0]%8 == 0 && sg[1]%8 == 0
+	}
+	var f moeFormats
+	if b.lt == nil {
+		return f
+	}
+	if grouped {
+		f.expertRows = b.gemvMax + 1
+	}
+	f.shared = m.SharedGate != nil && T > b.gemvMax && !fused
+	return f
+}
+
+// moeRounded is the CPU backend's MoE (the same routing) with bf16 inputs
+// where f says the GPU has them.
+func moeRounded(be backend.Backend, out, x backend.Tensor, m *backend.MoE, f moeFormats) {
+	xs := x.(*cpu.Tensor).F32()
+	T, H := x.Shape()[0], x.Shape()[1]
+	E, K := len(m.Gate), m.TopK
+	logits := be.Alloc(T, E)
+	be.MatMul(logits, x, m.Router)
+	lg := logits.(*cpu.Tensor).F32()
+	type pick struct {
+		tok int
+		w   float32
+	}
+	perExpert := make([][]pick, E)
+	probs := make([]float64, E)
+	order := make([]int, E)
+	for t := 0; t < T; t++ {
+		row := lg[t*E : (t+1)*E]
+		maxL := math.Inf(-1)
+		for _, l := range row {
+			maxL = math.Max(maxL, float64(l))
+		}
+		var sum float64
+		for e, l := range row {
+			probs[e] = math.Exp(float64(l) - maxL)
+			sum += probs[e]
+		}
+		for e := range probs {
+			probs[e] /= sum
+			order[e] = e
+		}
+		sort.SliceStable(order, func(i, j int) bool { return probs[order[i]] > probs[order[j]] })
+		var top float64
+		for _, e := range order[:K] {
+			top += probs[e]
+		}
+		for _, e := range order[:K] {
+			w := probs[e]
+			if m.NormTopK {
+				w /= top
+			}
+			perExpert[e] = append(perExpert[e], pick{t, float32(w)})
+		}
+	}
+	o := out.(*cpu.Tensor).F32()
+	clear(o[:T*H])
+	for e, picks := range perExpert {
+		n := len(picks)
+		if n == 0 {
+			continue
+		}
+		xe := be.Alloc(n, H)
+		d := xe.(*cpu.Tensor).F32()
+		for i, p := range picks {
+			copy(d[i*H:(i+1)*H], xs[p.tok*H:(p.tok+1)*H])
+		}
+		y := roundedMLP(be, xe, m.Gate[e], m.Up[e], m.Down[e], f.expertRows > 0 && n >= f.expertRows)
+		for i, p := range picks {
+			dst := o[p.tok*H : (p.tok+1)*H]
+			for j, v := range y[i*H : (i+1)*H] {
+				dst[j] += p.w * v
+			}
+		}
+	}
+	if m.SharedGate == nil {
+		return
+	}
+	xc := be.Alloc(T, H)
+	copy(xc.(*cpu.Tensor).F32(), xs[:T*H])
+	y := roundedMLP(be, xc, m.SharedGate, m.SharedUp, m.SharedDown, f.shared)
+	var z []float32
+	if m.SharedExpertGate != nil {
+		zt := be.Alloc(T, 1)
+		be.MatMul(zt, x, be.Reshape(m.SharedExpertGate, 1, H))
+		z = zt.(*cpu.Tensor).F32()
+	}
+	for t := 0; t < T; t++ {
+		g := float32(1)
+		if z != nil {
+			g = 1 / (1 + float32(math.Exp(float64(-z[t]))))
+		}
+		dst := o[t*H : (t+1)*H]
+		for j, v := range y[t*H : (t+1)*H] {
+			dst[j] += g * v
+		}
+	}
+}
+
+// roundedMLP is down(silu(gate·x)·(up·x)) with x and the down product's
+// input rounded to bf16 where round is set and the weight is BF16 (x is
+// overwritten).
+func roundedMLP(be backend.Backend, x, gate, up, down backend.Tensor, round bool) []float32 {
+	n, inter := x.Shape()[0], gate.Shape()[0]
+	roundIn := func(t, w backend.Tensor) {
+		if round && w.DType() == backend.BF16 && t.Shape()[1]%8 == 0 {
+			d := t.(*cpu.Tensor).F32()
+			for i := range d {
+				d[i] = roundBF16(d[i])
+			}
+		}
+	}
+	roundIn(x, gate)
+	g, u := be.Alloc(n, inter), be.Alloc(n, inter)
+	be.MatMul(g, x, gate)
+	be.MatMul(u, x, up)
+	be.SwiGLU(g, g, u)
+	roundIn(g, down)
+	y := be.Alloc(n, x.Shape()[1])
+	be.MatMul(y, g, down)
+	return y.(*cpu.Tensor).F32()
+}
+
 // bf16Model is the random test model of seed on the CPU with bf16Inputs
 // on, rounding attention's inputs as a KV cache of type kv
 // (checkModels' format-aware reference).
@@ -79,11 +259,11 @@ type bf16Hybrid struct {
 	backend.Recurrent
 }
 
-// formatBackend is the CPU backend in the GPU's formats (bf16 product
-// inputs past 8 rows, attention's inputs in the KV cache's type dt), for any
-// architecture.
-func formatBackend(dt kvDType) backend.Backend {
-	return &bf16Hybrid{&bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(dt)}, cpuBe}
+// formatBackend is the CPU backend in b's formats (bf16 product inputs
+// past 8 rows, attention's inputs in the KV cache's type, the MoE's
+// roundings as b would have them), for any architecture.
+func formatBackend(b *Backend) backend.Backend {
+	return &bf16Hybrid{&bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(b.kvDT), moe: b.moeFormatsFor}, cpuBe}
 }
 
 // kvFormatBackend is the CPU backend with attention's inputs alone in the
@@ -122,8 +302,8 @@ func TestBF16InputBudget(t *testing.T) {
 	if os.Getenv("INFERNIX_BF16_BUDGET") != "1" {
 		t.Skip("set INFERNIX_BF16_BUDGET=1")
 	}
-	// The dense BF16 fixtures (in the MoE ones the GPU keeps f32 for the
-	// router and the indexed experts, which this emulation does not follow).
+	// The dense BF16 fixtures (the MoE ones round as the GPU's path for
+	// each MoE call decides: formatBackend).
 	for _, name := range []string{"qwen3-untied-bf16"} {
 		dir := filepath.Join("../../../tests/testdata/models", name)
 		cfg, set := reftest.OpenCheckpoint(t, dir)
@@ -151,5 +331,103 @@ func TestBF16InputBudget(t *testing.T) {
 		over := sort.SearchFloat64s(ws, 2e-2+1e-12)
 		t.Log(fmt.Sprintf("%s: median %.3g, 90th percentile %.3g, max %.3g; above 2e-2: %d of %d prompts",
 			name, ws[len(ws)/2], ws[len(ws)*9/10], ws[len(ws)-1], len(ws)-over, len(ws)))
+	}
+}
+
+// TestMoERounded checks the CPU's MoE in the GPU's formats on the CPU
+// alone: with nothing rounded it is the CPU's MoE; rounding moves exactly
+// the tokens whose experts' groups are at the threshold, and the shared
+// expert's rounding moves every token, each by bf16's order.
+func TestMoERounded(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	const E, K, H, I, T = 8, 2, 64, 32, 40
+	up := func(rows, cols int) backend.Tensor {
+		data := make([]byte, 2*rows*cols)
+		for i := 0; i < rows*cols; i++ {
+			v := (r.Float32()*2 - 1) * 0.3
+			data[2*i], data[2*i+1] = byte(math.Float32bits(v)>>16), byte(math.Float32bits(v)>>24)
+		}
+		w, err := cpuBe.Upload("w", backend.BF16, []int{rows, cols}, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	m := &backend.MoE{TopK: K, NormTopK: true, Router: up(E, H)}
+	for e := 0; e < E; e++ {
+		m.Gate, m.Up, m.Down = append(m.Gate, up(I, H)), append(m.Up, up(I, H)), append(m.Down, up(H, I))
+	}
+	m.SharedGate, m.SharedUp, m.SharedDown, m.SharedExpertGate = up(2*I, H), up(2*I, H), up(H, 2*I), up(1, H)
+	x := cpuBe.Alloc(T, H)
+	for i, xs := 0, x.(*cpu.Tensor).F32(); i < len(xs); i++ {
+		xs[i] = r.Float32()*2 - 1
+	}
+	run := func(f *moeFormats) []float32 {
+		o := cpuBe.Alloc(T, H)
+		xc := cpuBe.Alloc(T, H)
+		copy(xc.(*cpu.Tensor).F32(), x.(*cpu.Tensor).F32())
+		if f == nil {
+			cpuBe.MoE(o, xc, m)
+		} else {
+			moeRounded(cpuBe, o, xc, m, *f)
+		}
+		return o.(*cpu.Tensor).F32()
+	}
+	ref := run(nil)
+	rowDelta := func(got []float32, tok int) float64 {
+		var d float64
+		for j := 0; j < H; j++ {
+			d = math.Max(d, math.Abs(float64(got[tok*H+j]-ref[tok*H+j])))
+		}
+		return d
+	}
+	// The routing's group sizes, from the router alone.
+	lt := cpuBe.Alloc(T, E)
+	cpuBe.MatMul(lt, x, m.Router)
+	lg := lt.(*cpu.Tensor).F32()
+	choice := make([][]int, T)
+	count := make([]int, E)
+	for tok := 0; tok < T; tok++ {
+		order := make([]int, E)
+		for e := range order {
+			order[e] = e
+		}
+		row := lg[tok*E : (tok+1)*E]
+		sort.SliceStable(order, func(i, j int) bool { return row[order[i]] > row[order[j]] })
+		choice[tok] = order[:K]
+		for _, e := range order[:K] {
+			count[e]++
+		}
+	}
+	sorted := append([]int(nil), count...)
+	sort.Ints(sorted)
+	thr := sorted[E/2] // about half the experts at or past it
+	if sorted[0] == thr {
+		t.Fatalf("group sizes %v: no threshold splits them", count)
+	}
+
+	compare(t, "nothing rounded", run(&moeFormats{}), ref, 1e-6)
+	got := run(&moeFormats{expertRows: thr})
+	moved := 0
+	for tok := 0; tok < T; tok++ {
+		rounded := count[choice[tok][0]] >= thr || count[choice[tok][1]] >= thr
+		d := rowDelta(got, tok)
+		switch {
+		case !rounded && d > 1e-6:
+			t.Errorf("token %d: experts %v of groups %d, %d under %d moved by %.3g", tok, choice[tok], count[choice[tok][0]], count[choice[tok][1]], thr, d)
+		case rounded && (d == 0 || d > 0.05):
+			t.Errorf("token %d: experts %v rounded, moved by %.3g", tok, choice[tok], d)
+		case rounded:
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatalf("no token had a rounded expert (groups %v, threshold %d)", count, thr)
+	}
+	got = run(&moeFormats{shared: true})
+	for tok := 0; tok < T; tok++ {
+		if d := rowDelta(got, tok); d == 0 || d > 0.05 {
+			t.Errorf("token %d: the shared expert's rounding moved it by %.3g", tok, d)
+		}
 	}
 }

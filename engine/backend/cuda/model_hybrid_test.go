@@ -55,7 +55,7 @@ func TestModelHybrid(t *testing.T) {
 			// The CPU in the GPU's formats, which a step past 2e-2 is held to
 			// (TestFixtures): on the CPU alone it moves the dense model's
 			// 70-token prefill by ~0.09.
-			emu := formatBackend(b.kvDT)
+			emu := formatBackend(b)
 			cf := build(t, cfg, &testWeights{be: emu, seed: seed}, emu)
 			replayed(t, b, func() { checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2) })
 			kv := kvFormatBackend(b.kvDT)

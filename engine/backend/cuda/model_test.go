@@ -736,7 +736,7 @@ func TestFixtures(t *testing.T) {
 			// (qwen35-tiny; 0.0039–0.089 on TestModelHybrid's random ones):
 			// they are checked with f32 product inputs too, where no
 			// format allowance applies.
-			emu := formatBackend(b.kvDT)
+			emu := formatBackend(b)
 			cf := build(t, cfg, &model.FileWeights{Set: set, Be: emu}, emu)
 			checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 40, 17, 5), 16, tol)
 			if cfg.Arch() != "Qwen3ForCausalLM" && cfg.Arch() != "Qwen3MoeForCausalLM" {
