@@ -68,6 +68,8 @@ struct MoeP {
   float* out;           // [T, H]
   const float* aux;     // resid: the residual [T, H]
   float* sum;           // resid: aux + out [T, H] (may be aux)
+  int* plan;            // grouped: moe_plan's layout (below)
+  float* y;             // grouped: [T·(K + S), H] each pair's down product
   int T, E, K, H, inter, sinter, ldA, norm, nbR, nbS, resid, pad;
 };
 
@@ -300,4 +302,301 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(const MoeP p) {
     p.out[ix] = y;
     if (p.resid) p.sum[ix] = p.aux[ix] + y;
   }
+}
+
+// ---------------------------------------------------------------------------
+// Grouped decode, for several tokens at once (moe_fused.go moeGroupedDecode):
+// with T tokens choosing K experts each, the token-by-token kernels above
+// read an expert once per token that chose it, so at 16 lanes a layer reads
+// T·K = 128 experts' weights where ~80 distinct ones would do. Here:
+//
+//   moe_plan (one block): routes every token (each warp one token, bit for
+//     bit as moe_route_block and moe_route), then sorts the T·K choices by
+//     (expert, token): plan[0] = A, the experts chosen; plan[1 + a] the
+//     a-th of them (ascending), plan[1 + MS + a] where its pairs start
+//     (a ≤ A; MS = min(T·K, E)); plan[2 + 2·MS + j] the pairs q = t·K + k
+//     in that order.
+//   moe_gateup_g: work items (chosen expert, 8 rows), each warp one row
+//     whose gate and up weights it loads once for up to MOE_GTB tokens at
+//     a time; act as moe_gateup writes it. The shared expert's rows are
+//     items over all T tokens.
+//   moe_down_g: work items (chosen expert, 8 output rows): y[q, o] =
+//     D_e[o, :] · act[q] for the expert's pairs q (the shared expert's pair
+//     of token t is T·K + t).
+//   moe_combine_g: out[t, o] = Σ_k y[t·K + k, o] (k ascending)
+//     + sigmoid(z_t) · y[T·K + t, o]; with resid, sum = aux + out.
+//
+// moe_gateup_g and moe_down_g run a looped grid sized on the host for the
+// most items possible; blocks past the plan's items exit.
+#ifndef MOE_GTB
+#define MOE_GTB 4  // tokens a weight row is loaded for at once
+#endif
+#define MOE_PLAN_MAXQ 256  // T·K the grouped path takes (the host checks)
+
+// Token t's top K by a single warp, written to topIdx and topW: the same
+// ranks, maximum, sum and weights as moe_route_block (whose maximum and sum
+// are warp 0's, lanes strided, and whose weights thread 0 adds in order).
+__device__ __forceinline__ void moe_route_warp(const MoeP& p, int t, float* sl, int* sel, int lane) {
+  const int E = p.E, K = p.K, E4 = (E + 3) & ~3;
+  for (int j = lane; j < E4; j += 32) sl[j] = j < E ? p.logits[(long)t * E + j] : NEG_INF;
+  for (int k = lane; k < K; k += 32) sel[k] = 0;
+  __syncwarp();
+  for (int j = lane; j < E; j += 32) {
+    const float v = sl[j];
+    int rank = 0;
+    for (int i = 0; i < E4; i += 4) {
+      const float4 u = *(const float4*)(sl + i);
+      rank += (u.x > v || (u.x == v && i < j)) + (u.y > v || (u.y == v && i + 1 < j)) +
+              (u.z > v || (u.z == v && i + 2 < j)) + (u.w > v || (u.w == v && i + 3 < j));
+    }
+    if (rank < K) sel[rank] = j;
+  }
+  float m = NEG_INF;
+  for (int e = lane; e < E; e += 32) m = fmaxf(m, sl[e]);
+  m = warp_max(m);
+  float s = 0.f;
+  for (int e = lane; e < E; e += 32) s += expf(sl[e] - m);
+  s = warp_sum(s);
+  __syncwarp();
+  if (lane == 0) {
+    float* w = p.topW + (long)t * K;
+    float top = 0.f;
+    for (int k = 0; k < K; k++) {
+      const float pk = expf(sl[sel[k]] - m) / s;
+      top += pk;
+      w[k] = pk;
+      p.topIdx[(long)t * K + k] = sel[k];
+    }
+    if (p.norm)
+      for (int k = 0; k < K; k++) w[k] /= top;
+  }
+  __syncwarp();
+}
+
+extern "C" __global__ void __launch_bounds__(256) moe_plan(const MoeP p) {
+  STEP_TIMER();
+  __shared__ __align__(16) float sl[MOE_WARPS][MOE_EMAX];
+  __shared__ int sel[MOE_WARPS][MOE_KMAX];
+  __shared__ int ch[MOE_PLAN_MAXQ];   // the expert of pair q
+  __shared__ int first[MOE_PLAN_MAXQ];  // 1 where q is its expert's lowest pair
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int T = p.T, K = p.K, Q = T * K, MS = min(Q, p.E);
+  PDL_ENTRY();
+  for (int t = warp; t < T; t += MOE_WARPS) moe_route_warp(p, t, sl[warp], sel[warp], lane);
+  __syncthreads();
+  for (int q = threadIdx.x; q < Q; q += blockDim.x) ch[q] = p.topIdx[q];
+  __syncthreads();
+  for (int q = threadIdx.x; q < Q; q += blockDim.x) {
+    const int e = ch[q];
+    int f = 1;
+    for (int r = 0; r < q; r++) f &= ch[r] != e;
+    first[q] = f;
+  }
+  __syncthreads();
+  int* slotE = p.plan + 1;
+  int* slotOff = p.plan + 1 + MS;
+  int* pairs = p.plan + 2 + 2 * MS;
+  for (int q = threadIdx.x; q < Q; q += blockDim.x) {
+    const int e = ch[q];
+    int pos = 0, slot = 0;
+    for (int r = 0; r < Q; r++) {
+      const int er = ch[r];
+      pos += er < e || (er == e && r < q);
+      slot += first[r] && er < e;
+    }
+    pairs[pos] = q;
+    if (first[q]) {
+      slotE[slot] = e;
+      slotOff[slot] = pos;
+    }
+  }
+  if (threadIdx.x == 0) {
+    int A = 0;
+    for (int q = 0; q < Q; q++) A += first[q];
+    p.plan[0] = A;
+    slotOff[A] = Q;
+  }
+}
+
+// A grouped item's weight rows and pairs: item w of A·nb routed items then
+// the shared expert's nb.
+struct MoeItem {
+  const u16* w0;  // the rows' matrix (gate, or down)
+  const u16* w1;  // up (moe_gateup_g)
+  int rb, n, k0;  // row block; pairs; the shared expert: k0 = 1
+  const int* pairs;
+};
+
+__device__ __forceinline__ MoeItem moe_item(const MoeP& p, int w, int A, int nb, const u64* m0, const u64* m1,
+                                            const u16* s0, const u16* s1) {
+  MoeItem it;
+  const int MS = min(p.T * p.K, p.E);
+  if (w < A * nb) {
+    const int a = w / nb;
+    const int e = p.plan[1 + a], off = p.plan[1 + MS + a];
+    it.rb = w - a * nb;
+    it.w0 = (const u16*)m0[e];
+    it.w1 = m1 != 0 ? (const u16*)m1[e] : 0;
+    it.n = p.plan[1 + MS + a + 1] - off;
+    it.pairs = p.plan + 2 + 2 * MS + off;
+    it.k0 = 0;
+  } else {
+    it.rb = w - A * nb;
+    it.w0 = s0;
+    it.w1 = s1;
+    it.n = p.T;
+    it.pairs = 0;
+    it.k0 = 1;
+  }
+  return it;
+}
+
+// Pair j of an item: its token, its act row (t·(K + S) + k) and its y row.
+__device__ __forceinline__ void moe_pair(const MoeP& p, const MoeItem& it, int j, int& t, int& arow, int& yrow) {
+  const int S = p.sgate != 0;
+  if (it.pairs != 0) {
+    const int q = it.pairs[j];
+    t = q / p.K;
+    arow = t * (p.K + S) + (q - t * p.K);
+    yrow = q;
+  } else {
+    t = j;
+    arow = t * (p.K + S) + p.K;
+    yrow = p.T * p.K + t;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) moe_gateup_g(const MoeP p) {
+  STEP_TIMER();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int S = p.sgate != 0, H = p.H;
+  PDL_ENTRY();
+  const int A = p.plan[0];
+  const int items = A * p.nbR + S * p.nbS;
+  for (int w = blockIdx.x; w < items; w += gridDim.x) {
+    const MoeItem it = moe_item(p, w, A, p.nbR, p.gate, p.up, p.sgate, p.sup);
+    const bool shared = it.k0 != 0;
+    const int inter = shared ? p.sinter : p.inter;
+    const int o = it.rb * MOE_WARPS + warp;
+    if (shared && it.rb == 0 && p.sgw != 0) {
+      // z = x · sgw for every token: warp t's tokens, lanes strided.
+      for (int t = warp; t < p.T; t += MOE_WARPS) {
+        float a = 0.f;
+        for (int i = lane; i < H; i += 32) a = fmaf(p.x[(long)t * H + i], p.sgw[i], a);
+        a = warp_sum(a);
+        if (lane == 0) p.z[t] = a;
+      }
+    }
+    const long ro = (long)min(o, inter - 1) * H;
+    const u16 *wg = it.w0 + ro, *wu = it.w1 + ro;
+    for (int j0 = 0; j0 < it.n; j0 += MOE_GTB) {
+      const int nj = min(MOE_GTB, it.n - j0);
+      int tt[MOE_GTB], ar[MOE_GTB];
+      float wk[MOE_GTB];
+#pragma unroll
+      for (int u = 0; u < MOE_GTB; u++) {
+        int t = 0, arow = 0, yrow = 0;
+        if (u < nj) moe_pair(p, it, j0 + u, t, arow, yrow);
+        tt[u] = t;
+        ar[u] = arow;
+        wk[u] = (u < nj && !shared) ? p.topW[yrow] : 1.f;
+      }
+      float a0[MOE_GTB], a1[MOE_GTB];
+#pragma unroll
+      for (int u = 0; u < MOE_GTB; u++) a0[u] = a1[u] = 0.f;
+      for (int i = lane * 8; i < H; i += 256) {
+        float g[8], h[8];
+        unpack_bf16x8(ld_stream(wg + i), g);
+        unpack_bf16x8(ld_stream(wu + i), h);
+#pragma unroll
+        for (int u = 0; u < MOE_GTB; u++) {
+          if (u < nj) {
+            const float* xr = p.x + (long)tt[u] * H + i;
+            const float4 xa = __ldg((const float4*)xr);
+            const float4 xb = __ldg((const float4*)(xr + 4));
+            const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+              a0[u] = fmaf(xv[e], g[e], a0[u]);
+              a1[u] = fmaf(xv[e], h[e], a1[u]);
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < MOE_GTB; u++) {
+        if (u < nj) {
+          const float g0 = warp_sum(a0[u]), u0 = warp_sum(a1[u]);
+          if (lane == 0 && o < inter) p.act[(long)ar[u] * p.ldA + o] = wk[u] * (silu(g0) * u0);
+        }
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) moe_down_g(const MoeP p) {
+  STEP_TIMER();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int S = p.sdown != 0, H = p.H;
+  const int nbD = (H + MOE_WARPS - 1) / MOE_WARPS;
+  PDL_ENTRY();
+  const int A = p.plan[0];
+  const int items = (A + S) * nbD;
+  for (int w = blockIdx.x; w < items; w += gridDim.x) {
+    const MoeItem it = moe_item(p, w, A, nbD, p.down, 0, p.sdown, 0);
+    const int inter = it.k0 ? p.sinter : p.inter;
+    const int o = it.rb * MOE_WARPS + warp;
+    const u16* wd = it.w0 + (long)min(o, H - 1) * inter;
+    for (int j0 = 0; j0 < it.n; j0 += MOE_GTB) {
+      const int nj = min(MOE_GTB, it.n - j0);
+      int ar[MOE_GTB], yr[MOE_GTB];
+#pragma unroll
+      for (int u = 0; u < MOE_GTB; u++) {
+        int t = 0, arow = 0, yrow = 0;
+        if (u < nj) moe_pair(p, it, j0 + u, t, arow, yrow);
+        ar[u] = arow;
+        yr[u] = yrow;
+      }
+      float acc[MOE_GTB];
+#pragma unroll
+      for (int u = 0; u < MOE_GTB; u++) acc[u] = 0.f;
+      for (int i = lane * 8; i < inter; i += 256) {
+        float wv[8];
+        unpack_bf16x8(ld_stream(wd + i), wv);
+#pragma unroll
+        for (int u = 0; u < MOE_GTB; u++) {
+          if (u < nj) {
+            const float* ap = p.act + (long)ar[u] * p.ldA + i;
+            const float4 xa = __ldg((const float4*)ap);
+            const float4 xb = __ldg((const float4*)(ap + 4));
+            const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[u] = fmaf(xv[e], wv[e], acc[u]);
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < MOE_GTB; u++) {
+        if (u < nj) {
+          const float v = warp_sum(acc[u]);
+          if (lane == 0 && o < H) p.y[(long)yr[u] * H + o] = v;
+        }
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) moe_combine_g(const MoeP p) {
+  STEP_TIMER();
+  const int H = p.H, K = p.K, S = p.sdown != 0;
+  const long ix = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  PDL_ENTRY();
+  if (ix >= (long)p.T * H) return;
+  const int t = (int)(ix / H), o = (int)(ix - (long)t * H);
+  float a = 0.f;
+  for (int k = 0; k < K; k++) a += p.y[((long)t * K + k) * H + o];
+  float y = a;
+  if (S) y = a + (p.sgw != 0 ? 1.f / (1.f + expf(-p.z[t])) : 1.f) * p.y[((long)p.T * K + t) * H + o];
+  p.out[ix] = y;
+  if (p.resid) p.sum[ix] = p.aux[ix] + y;
 }

@@ -193,8 +193,9 @@ group moebench 200 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-3
 group moeops 120 "$T" -test.v -test.run 'TestMoE|TestWeightSlabs'
 # moedecode: decode of the whole Qwen3-30B-A3B config (48 layers, random
 # weights made on the device, 61 GB; a small KV cache so that it fits 80 GB)
-# at 512 positions, one lane and 16, the fused MoE path (kernels/moe.cu)
-# and the indexed one in turn (benchMoEDecode).
+# at 512 positions, one lane, 4 and 16, the fused MoE path (kernels/moe.cu)
+# grouped by expert and token by token, and the indexed one, in turn
+# (benchMoEDecode).
 group moedecode 240 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-30b-a3b" INFERNIX_BENCH_KV_BLOCKS=300 INFERNIX_BENCH_MOE_DECODE=1 INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 230s
 # moevars: moedecode a process per entry of MOE_VARIANTS (';' between
 # processes; kernels/moe.cu's defines through INFERNIX_CUDA_MOE_DEFINES,

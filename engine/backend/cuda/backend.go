@@ -122,6 +122,8 @@ type Backend struct {
 	moeGroupedRuns int     // MoE calls that took the grouped path (tests, benchmarks)
 	moeFused       bool    // MoE decode as moe_gateup + moe_down (moe_fused.go; INFERNIX_CUDA_MOE_FUSED=0 turns it off)
 	moeFusedRuns   int     // MoE calls that took the fused path (tests, benchmarks)
+	moeGroupT      int     // fused MoE decode of at least this many tokens groups them by expert (0: never; INFERNIX_CUDA_MOE_GROUP_T)
+	moeGroupRuns   int     // fused MoE calls that grouped their tokens (tests, benchmarks)
 	moeErr         error   // why kernels/moe.cu did not load (nil: it did)
 
 	devSample   bool        // sampling on the device (sample.go)
@@ -286,6 +288,7 @@ func New(opt Options) (*Backend, error) {
 	// path's 2,992, logits within 6e-3 of it.
 	b.moeGrouped = os.Getenv("INFERNIX_CUDA_MOE_GROUPED") != "0"
 	b.moeFused = os.Getenv("INFERNIX_CUDA_MOE_FUSED") != "0"
+	b.moeGroupT = envInt("INFERNIX_CUDA_MOE_GROUP_T", 4)
 	b.attnBlocks = envInt("INFERNIX_CUDA_ATTN_BLOCKS", 0)
 	if u := envInt("INFERNIX_CUDA_ATTN_DYN", 0); u > 0 {
 		b.attnDyn = max(u, 2) // a block's first unit holds the DSTAGES − 1 tiles it requests at once

@@ -626,18 +626,17 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	return res
 }
 
-// benchMoEGrouped is the grouped MoE path's ablation (issue 6; a MoE config
 // benchMoEDecode (INFERNIX_BENCH_MOE_DECODE=1, a MoE config; the bench
-// stops after it) measures decode at 512 positions, one lane and 16, with
-// the fused MoE path (kernels/moe.cu) and the indexed one, in turn
-// (fused, indexed, fused, indexed: later figures of a process drift up by
-// 1–2%), each the median of three after a second of warm-up; the
-// one-lane figures also against the roofline of the weights one token
-// reads (its K of every E experts).
+// stops after it) measures decode at 512 positions, one lane, 4 and 16,
+// with the fused MoE path (kernels/moe.cu) grouped by expert for every
+// batch, token by token, and the indexed path, in turn (twice over: later
+// figures of a process drift up by 1–2%), each the median of three after a
+// second of warm-up; the one-lane figures also against the roofline of the
+// weights one token reads (its K of every E experts).
 func benchMoEDecode(b *Backend, res map[string]any, bw, bytes float64, forward func([][]int32, []int, int) time.Duration,
 	seqBlocks func(first, n int) []int32) {
-	saved := b.moeFused
-	defer func() { b.moeFused = saved }()
+	saved, savedT := b.moeFused, b.moeGroupT
+	defer func() { b.moeFused, b.moeGroupT = saved, savedT }()
 	one := [][]int32{seqBlocks(0, 32)} // 2,048 positions
 	var lanes [][]int32
 	for i := 0; i < 16; i++ {
@@ -681,18 +680,18 @@ func benchMoEDecode(b *Backend, res map[string]any, bw, bytes float64, forward f
 		// Every launch of a graph-replayed one-lane step at 640 positions,
 		// fused and indexed (kernels compiled with STEP_TIMING=2).
 		for _, fused := range []bool{true, false} {
-			b.moeFused = fused
+			b.moeFused, b.moeGroupT = fused, 0
 			benchStepTiming(b, res, map[bool]string{true: "moe_fused_ctx640", false: "moe_indexed_ctx640"}[fused], 640,
 				func(p int) { forward(one, []int{p}, 1) })
 		}
 		return
 	}
-	runs := b.moeFusedRuns
-	for i, fused := range []bool{true, false, true, false} {
-		b.moeFused = fused
-		name := map[bool]string{true: "fused", false: "indexed"}[fused]
+	runs, gruns := b.moeFusedRuns, b.moeGroupRuns
+	for i, name := range []string{"grouped", "fused", "indexed", "grouped", "fused", "indexed"} {
+		b.moeFused = name != "indexed"
+		b.moeGroupT = map[bool]int{true: 1, false: 0}[name == "grouped"]
 		sfx := ""
-		if i >= 2 {
+		if i >= 3 {
 			sfx = "_2"
 		}
 		pos = 512 + i*200
@@ -701,12 +700,16 @@ func benchMoEDecode(b *Backend, res map[string]any, bw, bytes float64, forward f
 		if bw > 0 {
 			res["moe_decode_1lane_ctx512_"+name+sfx+"_roofline_ratio"] = v / (bw * 1e9 / bytes)
 		}
-		pos = 512 + i*60 // 768 positions a lane
+		pos = 512 + i*30 // 768 positions a lane
+		res["moe_decode_4lanes_ctx512_"+name+sfx+"_tok_s"] = decode(lanes[:4], 32)
+		pos = 512 + i*30
 		res["moe_decode_16lanes_ctx512_"+name+sfx+"_tok_s"] = decode(lanes, 16)
 	}
 	res["moe_fused_calls"] = b.moeFusedRuns - runs
+	res["moe_grouped_decode_calls"] = b.moeGroupRuns - gruns
 }
 
+// benchMoEGrouped is the grouped MoE path's ablation (issue 6; a MoE config
 // and INFERNIX_BENCH_MOE_GROUPED=1, after which the bench stops: its other
 // figures are the dense model's): a 4,096-token prefill through the grouped
 // path (median of 3 after a warm-up) and through the indexed one (a single

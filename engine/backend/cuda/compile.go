@@ -41,6 +41,8 @@ type kernelSet struct {
 	gemvScalar, gemvIdx, gemvIdxScalar    [3]*kernel
 	moeRoute, moeCombine, moeCombineRows  *kernel
 	moeGateUp, moeDown                    *kernel // kernels/moe.cu: MoE decode in two launches (moe_fused.go)
+	moePlan, moeGateUpG, moeDownG         *kernel // kernels/moe.cu: MoE decode of several tokens, grouped by expert
+	moeCombineG                           *kernel
 	skinny                                *kernel // gemm_skinny_n2: bf16 products of 9–16 rows (INFERNIX_CUDA_SKINNY)
 	sample                                *kernel // nil unless sampling on the device is on (sample.go)
 	// kernels/recurrent.cu: the hybrid models' operators (recurrent.go).
@@ -241,8 +243,10 @@ func (b *Backend) loadKernels() error {
 	// The fused MoE decode falls back to the indexed path without it.
 	// INFERNIX_CUDA_MOE_DEFINES ("MOE_UG=2 MOE_GU_MINB=6"): its tunables,
 	// for measuring them without recompiling the other modules.
-	if err := b.load("moe.cu", strings.Fields(os.Getenv("INFERNIX_CUDA_MOE_DEFINES")), map[string]**kernel{"moe_gateup": &k.moeGateUp, "moe_down": &k.moeDown}); err != nil {
+	if err := b.load("moe.cu", strings.Fields(os.Getenv("INFERNIX_CUDA_MOE_DEFINES")), map[string]**kernel{"moe_gateup": &k.moeGateUp, "moe_down": &k.moeDown,
+		"moe_plan": &k.moePlan, "moe_gateup_g": &k.moeGateUpG, "moe_down_g": &k.moeDownG, "moe_combine_g": &k.moeCombineG}); err != nil {
 		k.moeGateUp, k.moeDown, b.moeErr = nil, nil, err
+		k.moePlan, k.moeGateUpG, k.moeDownG, k.moeCombineG = nil, nil, nil, nil
 		b.logf("cuda: %v; MoE decode takes the indexed path", err)
 	}
 	if err := b.load("elementwise.cu", nil, ew); err != nil {

@@ -14,15 +14,26 @@ import (
 // its epilogue and the next RMSNorm the next product's prologue. Three
 // launches a MoE block instead of the indexed path's seven and a separate
 // add; the same routing bit for bit (TestMoEFusedEmulated, TestMoEFused).
+//
+// With moeGroupT tokens or more (several lanes decoding), those two kernels
+// would read an expert's weights once for every token that chose it; the
+// grouped kernels read them once a step: moe_plan routes every token and
+// sorts the choices by expert, moe_gateup_g and moe_down_g take (expert,
+// rows) items over all of that expert's tokens, and moe_combine_g, held in
+// moe_down's place, adds each token's experts in rank order and takes the
+// residual add.
 
-// Slots of struct MoeP (kernels/moe.cu): 17 pointers, then 12 ints packed
+// Slots of struct MoeP (kernels/moe.cu): 19 pointers, then 12 ints packed
 // two to a slot.
 const (
 	moeArgAux   = 15
 	moeArgSum   = 16
-	moeArgResid = 22 // resid (low half) and pad
-	moeArgSlots = 23
+	moeArgResid = 24 // resid (low half) and pad
+	moeArgSlots = 25
 )
+
+// moePlanMaxPairs is MOE_PLAN_MAXQ: the most T·K the grouped kernels take.
+const moePlanMaxPairs = 256
 
 // Rows of output a block computes: MOE_WARPS in moe_gateup, MOE_WARPS /
 // MOE_KS in moe_down (kernels/moe.cu).
@@ -31,8 +42,9 @@ const (
 	moeDownRows   = 4
 )
 
-// moeDownOp is a held moe_down launch.
+// moeDownOp is a held moe_down (or moe_combine_g) launch.
 type moeDownOp struct {
+	k    *kernel
 	args [moeArgSlots]uint64
 	grid uint32
 	out  driver.DevPtr // the MoE's output [T, H]
@@ -84,6 +96,17 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || b.err != nil {
 		return
 	}
+	grouped := b.moeGroupT > 0 && T >= b.moeGroupT && T*K <= moePlanMaxPairs && b.k.moePlan != nil
+	var plan, y driver.DevPtr
+	if grouped {
+		MS := min(T*K, E)
+		var ok7, ok8 bool
+		plan, ok7 = b.scratchPtr(scrUp, uint64(4*(3+2*MS+T*K)))
+		y, ok8 = b.scratchPtr(scrShared, uint64(4*T*(K+S)*H))
+		if !(ok7 && ok8) || b.err != nil {
+			return
+		}
+	}
 	b.matmulOpt(logits, xx.ptr, router, T, H, E, false)
 	nbR, nbS := (inter+moeGateUpRows-1)/moeGateUpRows, (sinter+moeGateUpRows-1)/moeGateUpRows
 	norm := 0
@@ -97,10 +120,27 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 	}
 	a[9], a[10], a[11], a[12], a[13], a[14] = ptr(act), ptr(topIdx), ptr(topW), ptr(dsel), ptr(z), ptr(o.ptr)
 	pair := func(lo, hi int) uint64 { return i32(lo) | i32(hi)<<32 }
-	a[17], a[18], a[19] = pair(T, E), pair(K, H), pair(inter, sinter)
-	a[20], a[21], a[22] = pair(ldA, norm), pair(nbR, nbS), pair(0, 0)
-	b.launch(b.k.moeGateUp, uint32(T*(K*nbR+S*nbS)), 1, 1, 256, 1, 0, a[:]...)
-	op := moeDownOp{args: a, grid: uint32(T * ((H + moeDownRows - 1) / moeDownRows)), out: o.ptr, n: T * H}
+	a[17], a[18] = ptr(plan), ptr(y)
+	a[19], a[20], a[21] = pair(T, E), pair(K, H), pair(inter, sinter)
+	a[22], a[23], a[24] = pair(ldA, norm), pair(nbR, nbS), pair(0, 0)
+	var op moeDownOp
+	if grouped {
+		// Looped grids of at most what fits the GPU at once; their blocks
+		// take the plan's items in turn.
+		MS := min(T*K, E)
+		nbD := (H + moeGateUpRows - 1) / moeGateUpRows
+		fit := func(k *kernel, items int) uint32 {
+			return uint32(max(1, min(items, b.smCount*blocksPerSM(256, k.regs, 0, b.smemPerSM))))
+		}
+		b.launch(b.k.moePlan, 1, 1, 1, 256, 1, 0, a[:]...)
+		b.launch(b.k.moeGateUpG, fit(b.k.moeGateUpG, MS*nbR+S*nbS), 1, 1, 256, 1, 0, a[:]...)
+		b.launch(b.k.moeDownG, fit(b.k.moeDownG, (MS+S)*nbD), 1, 1, 256, 1, 0, a[:]...)
+		op = moeDownOp{k: b.k.moeCombineG, args: a, grid: uint32((T*H + 255) / 256), out: o.ptr, n: T * H}
+		b.moeGroupRuns++
+	} else {
+		b.launch(b.k.moeGateUp, uint32(T*(K*nbR+S*nbS)), 1, 1, 256, 1, 0, a[:]...)
+		op = moeDownOp{k: b.k.moeDown, args: a, grid: uint32(T * ((H + moeDownRows - 1) / moeDownRows)), out: o.ptr, n: T * H}
+	}
 	b.moeFusedRuns++
 	if !b.fuse {
 		b.launchMoEDown(&op)
@@ -135,5 +175,5 @@ func (b *Backend) takeMoEResid(sum, a, c driver.DevPtr, n int) bool {
 }
 
 func (b *Backend) launchMoEDown(op *moeDownOp) {
-	b.launch(b.k.moeDown, op.grid, 1, 1, 256, 1, 0, op.args[:]...)
+	b.launch(op.k, op.grid, 1, 1, 256, 1, 0, op.args[:]...)
 }

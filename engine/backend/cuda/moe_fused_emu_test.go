@@ -31,8 +31,16 @@ func TestMoEFusedEmulated(t *testing.T) {
 		{T: 1, E: 128, K: 8, H: 48, inter: 16, sinter: 16, gated: true, norm: true, resid: true, ties: true},
 		{T: 2, E: 40, K: 1, H: 520, inter: 32},
 		{T: 1, E: 300, K: 6, H: 24, inter: 8, sinter: 16, gated: true, norm: true, resid: true, ties: true}, // more experts than threads: ranks over several rounds
+		// Grouped by expert (moe_plan, moe_gateup_g, moe_down_g,
+		// moe_combine_g), looped grids smaller and larger than the items:
+		{T: 6, E: 4, K: 2, H: 72, inter: 24, norm: true, resid: true, grid: 3}, // groups past MOE_GTB: several passes
+		{T: 16, E: 24, K: 8, H: 264, inter: 16, sinter: 40, gated: true, resid: true, ties: true, grid: 7},
+		{T: 9, E: 9, K: 2, H: 16, inter: 8, sinter: 8, norm: true, grid: 50}, // more warps than tokens routing
+		{T: 16, E: 300, K: 6, H: 24, inter: 8, sinter: 16, gated: true, norm: true, resid: true, ties: true, grid: 5},
+		{T: 32, E: 8, K: 8, H: 40, inter: 16, grid: 4}, // every token every expert: T·K = MOE_PLAN_MAXQ
+		{T: 2, E: 40, K: 1, H: 520, inter: 32, grid: 2},
 	} {
-		t.Run(fmt.Sprintf("T%d_E%d_K%d_H%d_I%d_S%d_g%v_n%v_r%v", c.T, c.E, c.K, c.H, c.inter, c.sinter, c.gated, c.norm, c.resid), func(t *testing.T) {
+		t.Run(fmt.Sprintf("T%d_E%d_K%d_H%d_I%d_S%d_g%v_n%v_r%v_G%d", c.T, c.E, c.K, c.H, c.inter, c.sinter, c.gated, c.norm, c.resid, c.grid), func(t *testing.T) {
 			moeEmuCheck(t, bin, r, c)
 		})
 	}
@@ -41,6 +49,7 @@ func TestMoEFusedEmulated(t *testing.T) {
 type moeEmuCase struct {
 	T, E, K, H, inter, sinter int
 	gated, norm, resid, ties  bool
+	grid                      int // the grouped kernels' looped grid (0: the token-by-token kernels)
 }
 
 func moeEmuCheck(t *testing.T, bin string, r *rand.Rand, c moeEmuCase) {
@@ -100,7 +109,7 @@ func moeEmuCheck(t *testing.T, bin string, r *rand.Rand, c moeEmuCase) {
 		return 0
 	}
 	var in bytes.Buffer
-	binary.Write(&in, binary.LittleEndian, []int32{int32(T), int32(E), int32(K), int32(H), int32(I), int32(SI), b2i(c.norm), b2i(c.gated), b2i(c.resid)})
+	binary.Write(&in, binary.LittleEndian, []int32{int32(T), int32(E), int32(K), int32(H), int32(I), int32(SI), b2i(c.norm), b2i(c.gated), b2i(c.resid), b2i(c.grid > 0), int32(c.grid)})
 	for _, v := range []any{logits, x, gb, ub, db, sgb, sub, sdb, sgw, aux} {
 		binary.Write(&in, binary.LittleEndian, v)
 	}

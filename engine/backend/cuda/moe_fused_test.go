@@ -18,13 +18,15 @@ import (
 // wide as the routed ones with top 10 (Qwen3-Next, Qwen3.5-MoE), a
 // hidden size that is no multiple of 256 with an ungated shared expert, and
 // Qwen3-Next's 512 experts (the expert tables read after the routing).
+// The fused path runs both ways: token by token, and grouped by expert
+// (moe_plan, moe_gateup_g, moe_down_g, moe_combine_g; five launches).
 func TestMoEFused(t *testing.T) {
 	b := gpu(t)
 	if b.k.moeGateUp == nil {
 		t.Fatalf("kernels/moe.cu did not load: %v", b.moeErr)
 	}
 	r := newRand(t)
-	defer func(v bool) { b.moeFused = v }(b.moeFused)
+	defer func(v bool, g int) { b.moeFused, b.moeGroupT = v, g }(b.moeFused, b.moeGroupT)
 	for _, c := range []struct {
 		E, K, H, I         int
 		norm, shared, gate bool
@@ -44,7 +46,7 @@ func TestMoEFused(t *testing.T) {
 			m.SharedExpertGate, mc.SharedExpertGate = sg.g, sg.c
 		}
 		nw := weight(t, b, r, backend.BF16, 1, c.H, 1, c.H)
-		for _, T := range []int{1, 3, 8} {
+		for _, T := range []int{1, 3, 8, 16} {
 			name := fmt.Sprintf("E%d_K%d_H%d_I%d_shared%v_gate%v_T%d", c.E, c.K, c.H, c.I, c.shared, c.gate, T)
 			x := act(t, b, r, T, c.H, 1)
 			x0 := append([]float32(nil), cpuF32(x)...)
@@ -52,8 +54,10 @@ func TestMoEFused(t *testing.T) {
 			cpuBe.RMSNorm(h.c, x.c, nw.c, 1e-6)
 			cpuBe.MoE(mlp.c, h.c, mc)
 			cpuBe.Add(x.c, x.c, mlp.c)
-			layer := func(fused bool) (mlpOut, xOut []float32, idx, w []uint32, launches int) {
-				b.moeFused = fused
+			const indexed, fused, grouped = 0, 1, 2
+			layer := func(path int) (mlpOut, xOut []float32, idx, w []uint32, launches int) {
+				b.moeFused = path != indexed
+				b.moeGroupT = map[bool]int{true: 1, false: 0}[path == grouped]
 				write(t, b, x.g, x0)
 				poison(b, mlp.g)
 				// The choices' scratch poisoned too, so that each path
@@ -67,14 +71,17 @@ func TestMoEFused(t *testing.T) {
 						b.memset(b.scratch[sc.i].p, sc.v, T*c.K)
 					}
 				}
-				n0, runs := b.launches, b.moeFusedRuns
+				n0, runs, gruns := b.launches, b.moeFusedRuns, b.moeGroupRuns
 				b.RMSNorm(h.g, x.g, nw.g, 1e-6)
 				b.MoE(mlp.g, h.g, m)
 				b.Add(x.g, x.g, mlp.g)
 				b.flush()
 				launches = b.launches - n0
-				if got := b.moeFusedRuns - runs; got != map[bool]int{true: 1, false: 0}[fused] {
-					t.Fatalf("%s: fused %v: %d fused MoE runs", name, fused, got)
+				if got := b.moeFusedRuns - runs; got != map[bool]int{true: 1, false: 0}[path != indexed] {
+					t.Fatalf("%s: path %d: %d fused MoE runs", name, path, got)
+				}
+				if got := b.moeGroupRuns - gruns; got != map[bool]int{true: 1, false: 0}[path == grouped] {
+					t.Fatalf("%s: path %d: %d grouped MoE runs", name, path, got)
 				}
 				mlpOut, xOut = read(t, b, mlp.g), read(t, b, x.g)
 				return mlpOut, xOut, scratchWords(t, b, scrTopIdx, T*c.K), scratchWords(t, b, scrTopW, T*c.K), launches
@@ -83,21 +90,31 @@ func TestMoEFused(t *testing.T) {
 			// weights are made, and the scratch buffers grown (a growth
 			// synchronises, which runs the held norm on its own and moves
 			// the router's logits by rounding).
-			layer(false)
-			layer(true)
-			fm, fx, fi, fw, fl := layer(true)
-			im, ix, ii, iw, _ := layer(false)
+			layer(indexed)
+			layer(fused)
+			layer(grouped)
+			fm, fx, fi, fw, fl := layer(fused)
+			gm, gx, gi, gw, gl := layer(grouped)
+			im, ix, ii, iw, _ := layer(indexed)
 			compare(t, name+" fused vs CPU", fm, cpuF32(mlp), 1e-5)
 			compare(t, name+" fused residual vs CPU", fx, cpuF32(x), 1e-5)
+			compare(t, name+" grouped vs CPU", gm, cpuF32(mlp), 1e-5)
+			compare(t, name+" grouped residual vs CPU", gx, cpuF32(x), 1e-5)
 			compare(t, name+" indexed vs CPU", im, cpuF32(mlp), 1e-5)
 			compare(t, name+" indexed residual vs CPU", ix, cpuF32(x), 1e-5)
 			for i := range fi {
-				if fi[i] != ii[i] || fw[i] != iw[i] {
-					t.Fatalf("%s: choice %d: fused (expert %d, weight %v), moe_route (%d, %v)", name, i, fi[i], math.Float32frombits(fw[i]), ii[i], math.Float32frombits(iw[i]))
+				if fi[i] != ii[i] || fw[i] != iw[i] || gi[i] != ii[i] || gw[i] != iw[i] {
+					t.Fatalf("%s: choice %d: fused (expert %d, weight %v), grouped (%d, %v), moe_route (%d, %v)", name, i,
+						fi[i], math.Float32frombits(fw[i]), gi[i], math.Float32frombits(gw[i]), ii[i], math.Float32frombits(iw[i]))
 				}
 			}
-			if b.fuse && b.fz.gemvf && b.fz.norm && b.fz.resid && fl != 3 {
-				t.Errorf("%s: the fused path took %d launches, want 3 (router with the norm, gate|up, down with the add)", name, fl)
+			if b.fuse && b.fz.gemvf && b.fz.norm && b.fz.resid {
+				if fl != 3 {
+					t.Errorf("%s: the fused path took %d launches, want 3 (router with the norm, gate|up, down with the add)", name, fl)
+				}
+				if gl != 5 {
+					t.Errorf("%s: the grouped path took %d launches, want 5 (router with the norm, plan, gate|up, down, combine with the add)", name, gl)
+				}
 			}
 		}
 	}

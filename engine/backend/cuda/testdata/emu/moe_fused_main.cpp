@@ -1,8 +1,10 @@
-// Runs kernels/moe.cu's moe_gateup and moe_down under the CPU emulation
+// Runs kernels/moe.cu's moe_gateup and moe_down (or, grouped, moe_plan,
+// moe_gateup_g, moe_down_g and moe_combine_g) under the CPU emulation
 // (emu.h, prelude_emu.h), and kernels/gemv.cu's moe_route on the same
 // logits, for moe_fused_emu_test.go. stdin (int32 little-endian): T, E, K,
 // H, inter, sinter (0: no shared expert), norm, gated (the shared expert
-// has a gate weight), resid; then logits [T·E] f32, x [T·H] f32, the
+// has a gate weight), resid, grouped, grid (the grouped kernels' looped
+// grid); then logits [T·E] f32, x [T·H] f32, the
 // experts' gate and up [E·inter·H] and down [E·H·inter] as bf16 bits,
 // the shared expert's gate and up [sinter·H] and down [H·sinter] (if
 // any), its gate weight [H] f32 (if gated), aux [T·H] f32. stdout:
@@ -22,10 +24,10 @@ template <class T> std::vector<T> readv(size_t n) {
 }
 
 int main() {
-  int hd[9];
+  int hd[11];
   readn(hd, sizeof hd);
   const int T = hd[0], E = hd[1], K = hd[2], H = hd[3], inter = hd[4], sinter = hd[5], norm = hd[6], gated = hd[7],
-            resid = hd[8];
+            resid = hd[8], grouped = hd[9], grid = hd[10];
   const int S = sinter > 0, ldA = inter > sinter ? inter : sinter;
   auto logits = readv<float>((size_t)T * E);
   auto x = readv<float>((size_t)T * H);
@@ -51,6 +53,9 @@ int main() {
   std::vector<float> topW((size_t)T * K, nan), rW((size_t)T * K, nan), act((size_t)T * (K + S) * ldA, nan), z(T, nan),
       out((size_t)T * H, nan), sum((size_t)T * H, nan);
   std::vector<u64> dsel((size_t)T * K, 0);
+  const int MS = T * K < E ? T * K : E;
+  std::vector<int> plan(3 + 2 * MS + T * K, -7);
+  std::vector<float> y((size_t)T * (K + S) * H, nan);
 
   MoeP p{};
   p.logits = logits.data();
@@ -74,14 +79,23 @@ int main() {
   p.sum = sum.data();
   p.T = T, p.E = E, p.K = K, p.H = H, p.inter = inter, p.sinter = sinter, p.ldA = ldA, p.norm = norm;
   p.nbR = (inter + 7) / 8, p.nbS = (sinter + 7) / 8, p.resid = resid;
-  emu_launch(T * (K * p.nbR + S * p.nbS), 256, [=] { moe_gateup(p); });
-  for (size_t i = 0; i < dsel.size(); i++) {
-    if (topIdx[i] < 0 || topIdx[i] >= E || dsel[i] != pd[topIdx[i]]) {
-      fprintf(stderr, "dsel[%zu] is not expert %d's down weight\n", i, topIdx[i]);
-      return 3;
+  p.plan = plan.data();
+  p.y = y.data();
+  if (grouped) {
+    emu_launch(1, 256, [=] { moe_plan(p); });
+    emu_launch(grid, 256, [=] { moe_gateup_g(p); });
+    emu_launch(grid, 256, [=] { moe_down_g(p); });
+    emu_launch((T * H + 255) / 256, 256, [=] { moe_combine_g(p); });
+  } else {
+    emu_launch(T * (K * p.nbR + S * p.nbS), 256, [=] { moe_gateup(p); });
+    for (size_t i = 0; i < dsel.size(); i++) {
+      if (topIdx[i] < 0 || topIdx[i] >= E || dsel[i] != pd[topIdx[i]]) {
+        fprintf(stderr, "dsel[%zu] is not expert %d's down weight\n", i, topIdx[i]);
+        return 3;
+      }
     }
+    emu_launch(T * ((H + 3) / 4), 256, [=] { moe_down(p); });
   }
-  emu_launch(T * ((H + 3) / 4), 256, [=] { moe_down(p); });
   float *L = logits.data(), *RW = rW.data();
   int* RI = rIdx.data();
   emu_launch(T, 32, [=] { moe_route(L, RI, RW, T, E, K, norm); });
