@@ -141,9 +141,9 @@ type Backend struct {
 	g graphState
 }
 
-// maxArgs is the most 64-bit parameter slots a launch takes (struct
-// DecodePrepP of kernels/attention.cu takes 21).
-const maxArgs = 24
+// maxArgs is the most 64-bit parameter slots a launch takes (struct MoeP
+// of kernels/moe.cu takes 25, moeArgSlots).
+const maxArgs = 25
 
 var _ backend.Backend = (*Backend)(nil)
 var _ backend.Checker = (*Backend)(nil)

@@ -32,6 +32,9 @@ const (
 	moeArgSlots = 25
 )
 
+// A launch takes at most maxArgs slots.
+var _ [maxArgs - moeArgSlots]struct{}
+
 // moePlanMaxPairs is MOE_PLAN_MAXQ: the most T·K the grouped kernels take.
 const moePlanMaxPairs = 256
 
