@@ -332,6 +332,9 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(const MoeP p) {
 #define MOE_GTB 4  // tokens a weight row is loaded for at once
 #endif
 #define MOE_PLAN_MAXQ 256  // T·K the grouped path takes (the host checks)
+#ifndef MOE_GG_MINB
+#define MOE_GG_MINB 1  // moe_gateup_g's minimum resident blocks per SM
+#endif
 
 // Token t's top K by a single warp, written to topIdx and topW: the same
 // ranks, maximum, sum and weights as moe_route_block (whose maximum and sum
@@ -466,7 +469,7 @@ __device__ __forceinline__ void moe_pair(const MoeP& p, const MoeItem& it, int j
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) moe_gateup_g(const MoeP p) {
+extern "C" __global__ void __launch_bounds__(256, MOE_GG_MINB) moe_gateup_g(const MoeP p) {
   STEP_TIMER();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int S = p.sgate != 0, H = p.H;

@@ -26,7 +26,10 @@ func TestMoEFused(t *testing.T) {
 		t.Fatalf("kernels/moe.cu did not load: %v", b.moeErr)
 	}
 	r := newRand(t)
-	defer func(v bool, g int) { b.moeFused, b.moeGroupT = v, g }(b.moeFused, b.moeGroupT)
+	defer func(v, pg bool, g int) { b.moeFused, b.moeGrouped, b.moeGroupT = v, pg, g }(b.moeFused, b.moeGrouped, b.moeGroupT)
+	// Outside a forward, more than gemvMax tokens would take the prefill's
+	// grouped GEMMs (moeGroupedFor); decode's paths are the ones tested.
+	b.moeGrouped = false
 	for _, c := range []struct {
 		E, K, H, I         int
 		norm, shared, gate bool
