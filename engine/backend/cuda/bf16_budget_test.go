@@ -11,6 +11,7 @@ import (
 
 	"github.com/infernix/infernix/engine/backend"
 	"github.com/infernix/infernix/engine/backend/cpu"
+	"github.com/infernix/infernix/engine/backend/cuda/driver"
 	"github.com/infernix/infernix/engine/model"
 	"github.com/infernix/infernix/engine/model/reftest"
 )
@@ -428,6 +429,57 @@ func TestMoERounded(t *testing.T) {
 	for tok := 0; tok < T; tok++ {
 		if d := rowDelta(got, tok); d == 0 || d > 0.05 {
 			t.Errorf("token %d: the shared expert's rounding moved it by %.3g", tok, d)
+		}
+	}
+}
+
+// TestMoEFormatsFor checks, on the CPU, the formats the reference gives a
+// MoE of T tokens against the path Backend.MoE would take in a forward:
+// graph-eligible batches stay fused in f32, longer ones are grouped (bf16
+// past gemvMax rows), the indexed path's shared expert rounds past gemvMax
+// rows, nothing rounds without cuBLASLt; and the graph state is restored.
+func TestMoEFormatsFor(t *testing.T) {
+	bf := func(rows, cols int) backend.Tensor {
+		w, err := cpuBe.Upload("w", backend.BF16, []int{rows, cols}, make([]byte, 2*rows*cols))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	m := &backend.MoE{TopK: 2, Router: bf(4, 16)}
+	for e := 0; e < 4; e++ {
+		m.Gate, m.Up, m.Down = append(m.Gate, bf(8, 16)), append(m.Up, bf(8, 16)), append(m.Down, bf(16, 8))
+	}
+	shared := *m
+	shared.SharedGate, shared.SharedUp, shared.SharedDown = bf(8, 16), bf(8, 16), bf(16, 8)
+	for _, c := range []struct {
+		T            int
+		fused, lt    bool
+		m            *backend.MoE
+		want         moeFormats
+		stepT, stepM int // the graph state before the call
+	}{
+		{T: 4, fused: true, lt: true, m: &shared},
+		{T: 12, fused: true, lt: true, m: &shared},                                  // graph-eligible: fused, f32
+		{T: 12, fused: false, lt: true, m: &shared, want: moeFormats{shared: true}}, // indexed: the shared expert through cuBLASLt
+		{T: 8, fused: false, lt: true, m: &shared},                                  // gemvMax rows: GEMV
+		{T: 40, fused: true, lt: true, m: &shared, want: moeFormats{expertRows: 9, shared: true}},
+		{T: 40, fused: true, lt: true, m: m, want: moeFormats{expertRows: 9}},
+		{T: 40, fused: true, lt: false, m: &shared}, // no cuBLASLt: GEMV throughout
+		{T: 40, fused: true, lt: true, m: &shared, want: moeFormats{expertRows: 9, shared: true}, stepT: 3, stepM: int(modeReplay)},
+	} {
+		b := &Backend{gemvMax: 8, moeGrouped: true, moeFused: c.fused}
+		b.g.enabled, b.g.maxT = true, 16
+		b.k.moeGateUp, b.k.moeDown = &kernel{}, &kernel{}
+		if c.lt {
+			b.lt = &driver.CublasLt{}
+		}
+		b.g.inStep, b.g.T, b.g.mode = c.stepT > 0, c.stepT, graphMode(c.stepM)
+		if got := b.moeFormatsFor(c.T, c.m); got != c.want {
+			t.Errorf("T %d fused %v cuBLASLt %v shared %v: %+v, want %+v", c.T, c.fused, c.lt, c.m.SharedGate != nil, got, c.want)
+		}
+		if b.g.inStep != (c.stepT > 0) || b.g.T != c.stepT || b.g.mode != graphMode(c.stepM) {
+			t.Errorf("T %d: graph state not restored: inStep %v T %d mode %v", c.T, b.g.inStep, b.g.T, b.g.mode)
 		}
 	}
 }
