@@ -305,7 +305,8 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(const MoeP p) {
 }
 
 // ---------------------------------------------------------------------------
-// Grouped decode, for several tokens at once (moe_fused.go moeGroupedDecode):
+// Grouped decode, for several tokens at once (moe_fused.go moeFusedRun, from
+// moeGroupT tokens):
 // with T tokens choosing K experts each, the token-by-token kernels above
 // read an expert once per token that chose it, so at 16 lanes a layer reads
 // T·K = 128 experts' weights where ~80 distinct ones would do. Here:
@@ -339,56 +340,66 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(const MoeP p) {
 #define MOE_GG_MINB 4
 #endif
 
-// Token t's top K by a single warp, written to topIdx and topW: the same
-// ranks, maximum, sum and weights as moe_route_block (whose maximum and sum
-// are warp 0's, lanes strided, and whose weights thread 0 adds in order).
-__device__ __forceinline__ void moe_route_warp(const MoeP& p, int t, float* sl, int* sel, int lane) {
-  const int E = p.E, K = p.K, E4 = (E + 3) & ~3;
-  for (int j = lane; j < E4; j += 32) sl[j] = j < E ? p.logits[(long)t * E + j] : NEG_INF;
-  for (int k = lane; k < K; k += 32) sel[k] = 0;
-  __syncwarp();
-  for (int j = lane; j < E; j += 32) {
-    const float v = sl[j];
-    int rank = 0;
-    for (int i = 0; i < E4; i += 4) {
-      const float4 u = *(const float4*)(sl + i);
-      rank += (u.x > v || (u.x == v && i < j)) + (u.y > v || (u.y == v && i + 1 < j)) +
-              (u.z > v || (u.z == v && i + 2 < j)) + (u.w > v || (u.w == v && i + 3 < j));
-    }
-    if (rank < K) sel[rank] = j;
-  }
+// Token t's top K by a single warp, written to topIdx and topW: moe_route's
+// steps (kernels/gemv.cu), so the same bits as moe_route and
+// moe_route_block: the maximum and sum over lanes strided, then K rounds
+// of arg-max (value descending, index ascending) over the experts not yet
+// taken, their weights added in rank order. K·(E/32) steps a lane where
+// moe_route_block's ranks take E²/4 over its 256 threads: one warp routes a
+// token of Qwen3-Next's 512 experts in ~260 steps instead of ~2,000. Where
+// every logit is NaN the choice is expert 0, as moe_route_block makes it.
+__device__ __forceinline__ void moe_route_warp(const MoeP& p, int t, int lane) {
+  const int E = p.E, K = p.K;
+  const float* l = p.logits + (long)t * E;
   float m = NEG_INF;
-  for (int e = lane; e < E; e += 32) m = fmaxf(m, sl[e]);
+  for (int e = lane; e < E; e += 32) m = fmaxf(m, l[e]);
   m = warp_max(m);
   float s = 0.f;
-  for (int e = lane; e < E; e += 32) s += expf(sl[e] - m);
+  for (int e = lane; e < E; e += 32) s += expf(l[e] - m);
   s = warp_sum(s);
-  __syncwarp();
-  if (lane == 0) {
-    float* w = p.topW + (long)t * K;
-    float top = 0.f;
-    for (int k = 0; k < K; k++) {
-      const float pk = expf(sl[sel[k]] - m) / s;
-      top += pk;
-      w[k] = pk;
-      p.topIdx[(long)t * K + k] = sel[k];
+  u32 taken = 0;  // E ≤ 1024: 32 experts a lane
+  float top = 0.f;
+  for (int k = 0; k < K; k++) {
+    float best = NEG_INF;
+    int bi = 0x7fffffff;
+    for (int j = 0, e = lane; e < E; j++, e += 32) {
+      if (!((taken >> j) & 1u)) {
+        const float v = l[e];
+        if (v > best || (v == best && e < bi)) {
+          best = v;
+          bi = e;
+        }
+      }
     }
-    if (p.norm)
-      for (int k = 0; k < K; k++) w[k] /= top;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (ov > best || (ov == best && oi < bi)) {
+        best = ov;
+        bi = oi;
+      }
+    }
+    if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
+    const float pk = expf(best - m) / s;
+    top += pk;
+    if (lane == 0) {
+      p.topIdx[(long)t * K + k] = bi < E ? bi : 0;
+      p.topW[(long)t * K + k] = pk;
+    }
   }
-  __syncwarp();
+  if (p.norm && lane == 0)
+    for (int k = 0; k < K; k++) p.topW[(long)t * K + k] /= top;
 }
 
 extern "C" __global__ void __launch_bounds__(256) moe_plan(const MoeP p) {
   STEP_TIMER();
-  __shared__ __align__(16) float sl[MOE_WARPS][MOE_EMAX];
-  __shared__ int sel[MOE_WARPS][MOE_KMAX];
-  __shared__ int ch[MOE_PLAN_MAXQ];   // the expert of pair q
+  __shared__ int ch[MOE_PLAN_MAXQ];     // the expert of pair q
   __shared__ int first[MOE_PLAN_MAXQ];  // 1 where q is its expert's lowest pair
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int T = p.T, K = p.K, Q = T * K, MS = min(Q, p.E);
   PDL_ENTRY();
-  for (int t = warp; t < T; t += MOE_WARPS) moe_route_warp(p, t, sl[warp], sel[warp], lane);
+  for (int t = warp; t < T; t += MOE_WARPS) moe_route_warp(p, t, lane);
   __syncthreads();
   for (int q = threadIdx.x; q < Q; q += blockDim.x) ch[q] = p.topIdx[q];
   __syncthreads();
@@ -485,7 +496,8 @@ extern "C" __global__ void __launch_bounds__(256, MOE_GG_MINB) moe_gateup_g(cons
     const int inter = shared ? p.sinter : p.inter;
     const int o = it.rb * MOE_WARPS + warp;
     if (shared && it.rb == 0 && p.sgw != 0) {
-      // z = x · sgw for every token: warp t's tokens, lanes strided.
+      // z = x · sgw for every token: warp t's tokens, lanes strided (another
+      // order of the sum than moe_gateup's, so z may differ in its last bits).
       for (int t = warp; t < p.T; t += MOE_WARPS) {
         float a = 0.f;
         for (int i = lane; i < H; i += 32) a = fmaf(p.x[(long)t * H + i], p.sgw[i], a);

@@ -106,7 +106,9 @@ type moeFormats struct {
 // forward: grouped or not as moeGroupedFor decides (asked with the state of
 // a forward of T tokens, then restored); fused or not as moeFusedFor
 // decides, its conditions on the CPU's weights copied here (the device
-// tables it reads are the GPU model's), so a change there needs one here.
+// tables it reads are the GPU model's; their rows' 16-byte alignment is
+// taken from the shapes, the pointers being the GPU's), so a change there
+// needs one here.
 func (b *Backend) moeFormatsFor(T int, m *backend.MoE) moeFormats {
 	g := &b.g
 	inStep, stepT, mode := g.inStep, g.T, g.mode
@@ -122,7 +124,8 @@ func (b *Backend) moeFormatsFor(T int, m *backend.MoE) moeFormats {
 		return true
 	}
 	fused := !grouped && b.moeFused && b.k.moeGateUp != nil && b.k.moeDown != nil &&
-		len(m.Gate) <= 1024 && m.TopK <= 64 && bf16(m.Gate[0], m.Up[0], m.Down[0])
+		len(m.Gate) <= 1024 && m.TopK <= 64 && bf16(m.Gate[0], m.Up[0], m.Down[0]) &&
+		m.Gate[0].Shape()[0]%8 == 0 && m.Gate[0].Shape()[1]%8 == 0
 	if fused && m.SharedGate != nil {
 		sg := m.SharedGate.Shape()
 		fused = bf16(m.SharedGate, m.SharedUp, m.SharedDown) && sg[0]%8 == 0 && sg[1]%8 == 0
@@ -452,6 +455,11 @@ func TestMoEFormatsFor(t *testing.T) {
 	}
 	shared := *m
 	shared.SharedGate, shared.SharedUp, shared.SharedDown = bf(8, 16), bf(8, 16), bf(16, 8)
+	odd := shared
+	odd.Gate, odd.Up, odd.Down = nil, nil, nil
+	for e := 0; e < 4; e++ {
+		odd.Gate, odd.Up, odd.Down = append(odd.Gate, bf(6, 16)), append(odd.Up, bf(6, 16)), append(odd.Down, bf(16, 6))
+	}
 	for _, c := range []struct {
 		T            int
 		fused, lt    bool
@@ -467,6 +475,7 @@ func TestMoEFormatsFor(t *testing.T) {
 		{T: 40, fused: true, lt: true, m: m, want: moeFormats{expertRows: 9}},
 		{T: 40, fused: true, lt: false, m: &shared}, // no cuBLASLt: GEMV throughout
 		{T: 40, fused: true, lt: true, m: &shared, want: moeFormats{expertRows: 9, shared: true}, stepT: 3, stepM: int(modeReplay)},
+		{T: 12, fused: true, lt: true, m: &odd, want: moeFormats{shared: true}}, // experts' rows not 16-byte aligned: indexed
 	} {
 		b := &Backend{gemvMax: 8, moeGrouped: true, moeFused: c.fused}
 		b.g.enabled, b.g.maxT = true, 16

@@ -75,7 +75,9 @@ func (b *Backend) moeFusedFor(m *backend.MoE, tb *moeTables, E, K int) bool {
 }
 
 // moeFusedRun computes out = MoE(x) through the router's product,
-// moe_gateup and a held moe_down.
+// moe_gateup and a held moe_down, or from moeGroupT tokens through the
+// router's product, moe_plan, moe_gateup_g, moe_down_g and a held
+// moe_combine_g.
 func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, router *Tensor, T, E, K int) {
 	H, inter := xx.cols, tb.inter
 	var sg, su, sd *Tensor
@@ -104,7 +106,8 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 	if grouped {
 		MS := min(T*K, E)
 		var ok7, ok8 bool
-		plan, ok7 = b.scratchPtr(scrUp, uint64(4*(3+2*MS+T*K)))
+		// A, the chosen experts, where their pairs start (A + 1), the pairs.
+		plan, ok7 = b.scratchPtr(scrUp, uint64(4*(2+2*MS+T*K)))
 		y, ok8 = b.scratchPtr(scrShared, uint64(4*T*(K+S)*H))
 		if !(ok7 && ok8) || b.err != nil {
 			return
@@ -153,8 +156,8 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 	b.pend = pending{kind: pendMoE, moe: op}
 }
 
-// takeMoEResid makes sum = a + c the held moe_down's epilogue when one
-// operand is its output; false otherwise.
+// takeMoEResid makes sum = a + c the held moe_down's (or moe_combine_g's)
+// epilogue when one operand is its output; false otherwise.
 func (b *Backend) takeMoEResid(sum, a, c driver.DevPtr, n int) bool {
 	p := &b.pend
 	if p.kind != pendMoE || !b.fz.gemvf || !b.fz.resid || p.moe.args[moeArgResid] != 0 || n != p.moe.n {
@@ -170,9 +173,9 @@ func (b *Backend) takeMoEResid(sum, a, c driver.DevPtr, n int) bool {
 	if resid == 0 {
 		return false
 	}
-	// moe_down reads the residual and writes the sum at the same index in
-	// the same thread, so they may alias; it reads nothing else the sum
-	// could overwrite (its inputs are weights and moe_gateup's scratch).
+	// moe_down and moe_combine_g read the residual and write the sum at the
+	// same index in the same thread, so they may alias; they read nothing
+	// else the sum could overwrite (weights and the MoE's own scratch).
 	p.moe.args[moeArgAux], p.moe.args[moeArgSum], p.moe.args[moeArgResid] = ptr(resid), ptr(sum), 1
 	return true
 }

@@ -64,8 +64,9 @@ func moeEmuCheck(t *testing.T, bin string, r *rand.Rand, c moeEmuCase) {
 		logits[i] = float32(r.NormFloat64() * 2)
 	}
 	if c.ties {
-		// The top logit repeated at a higher index, and two equal ones
-		// elsewhere: the ranks must break ties by index.
+		// The top logit repeated at a higher index (and, past 32 experts,
+		// at one a warp's lane also holds: a tie within a lane's share),
+		// and two equal ones elsewhere: the ranks must break ties by index.
 		for tok := 0; tok < T; tok++ {
 			l := logits[tok*E : (tok+1)*E]
 			best := 0
@@ -75,6 +76,9 @@ func moeEmuCheck(t *testing.T, bin string, r *rand.Rand, c moeEmuCase) {
 				}
 			}
 			l[(best+3)%E] = l[best]
+			if E > 32 {
+				l[(best+32)%E] = l[best]
+			}
 			l[(best+5)%E] = l[(best+7)%E]
 		}
 	}
