@@ -33,6 +33,15 @@ func (b *Backend) NewKVCache(spec backend.KVSpec) (backend.KVCache, error) {
 var scorePool = sync.Pool{New: func() any { return new([]float32) }}
 
 func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, layer int, ab *backend.AttnBatch, scale float32) {
+	b.AttentionRoundingProbs(nil, out, q, k, v, cache, layer, ab, scale)
+}
+
+// AttentionRoundingProbs is Attention with each probability passed through
+// round before it weights V (their normalising sum stays unrounded): the
+// CPU in the number formats of a GPU kernel whose tensor cores take the
+// probabilities in 16 bits, for the CUDA backend's tests. A nil round is
+// Attention.
+func (b *Backend) AttentionRoundingProbs(round func(float32) float32, out, q, k, v backend.Tensor, cache backend.KVCache, layer int, ab *backend.AttnBatch, scale float32) {
 	c := cache.(*kvCache)
 	o, qq, kk, vv := f32(out), f32(q), f32(k), f32(v)
 	kvh, hd := c.spec.KVHeads, c.spec.HeadDim
@@ -82,7 +91,11 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			clear(dst)
 			for p := 0; p < n; p++ {
 				base := slot(seq, int32(p)) + kvOff
-				w := scores[p] * inv
+				e := scores[p]
+				if round != nil {
+					e = round(e)
+				}
+				w := e * inv
 				for i, x := range V[base : base+hd] {
 					dst[i] += w * x
 				}

@@ -20,11 +20,16 @@ import (
 // inputs: a product of more than gemvMax (8) rows of a BF16 weight reads
 // its activations rounded to bf16 (in place: in the dense models every
 // product input feeds only products, which the GPU rounds alike). With kv
-// set it also rounds attention's q, k and v as the GPU holds them: k and v
-// in its KV cache, q in the tensor cores' fragments (both in the cache's
-// type). Why: on qwen3-untied-bf16, rounding q, k and v to f16 alone moves
-// the 40-token prefill's top-10 log-probs by a median of 0.014 (90th
-// percentile 0.021, max 0.029, 59 prompts), as much as the bf16 products.
+// set it also rounds attention's inputs as the GPU holds them: k and v in
+// its KV cache; q, and the probabilities that weight v, in the tensor
+// cores' fragments (in the cache's type) where tc says the GPU's kernel
+// runs on them (with tc nil, q alone, as before run 33). Why: on
+// qwen3-untied-bf16, rounding q, k and v to f16 alone moves the 40-token
+// prefill's top-10 log-probs by a median of 0.014 (90th percentile 0.021,
+// max 0.029, 59 prompts), as much as the bf16 products; on the tiny
+// Qwen3.5 of TestModelHybrid the probabilities' rounding moves a 35-token
+// prefill by 0.007–0.021 (10 seeds), and its 256-wide heads run the f32
+// kernels, which the reference used to round q for.
 type bf16Inputs struct {
 	backend.Backend
 	on bool
@@ -35,6 +40,10 @@ type bf16Inputs struct {
 	// moe, where set, says how the GPU rounds a MoE over T tokens
 	// (Backend.moeFormatsFor); nil leaves the CPU's MoE in f32 throughout.
 	moe func(T int, m *backend.MoE) moeFormats
+	// tc, where set, says whether the GPU's attention over T tokens of
+	// head dim hd with G query heads a KV head runs on the tensor cores
+	// (Backend.attnOnTensorCores).
+	tc func(T, hd, G int) bool
 }
 
 // kvRounder is the rounding of the GPU's KV cache type dt.
@@ -46,15 +55,50 @@ func kvRounder(dt kvDType) func(float32) float32 {
 }
 
 func (b *bf16Inputs) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, layer int, ab *backend.AttnBatch, scale float32) {
-	if b.on && b.kv != nil {
-		for _, x := range []backend.Tensor{q, k, v} {
-			d := x.(*cpu.Tensor).F32()
-			for i := range d {
-				d[i] = b.kv(d[i])
-			}
+	if !b.on || b.kv == nil {
+		b.Backend.Attention(out, q, k, v, cache, layer, ab, scale)
+		return
+	}
+	roundQ, roundP := true, false
+	if b.tc != nil {
+		spec := cache.Spec()
+		roundQ = b.tc(len(ab.Pos), spec.HeadDim, q.Shape()[1]/spec.HeadDim/spec.KVHeads)
+		roundP = roundQ
+	}
+	for _, x := range []backend.Tensor{q, k, v} {
+		if x == q && !roundQ {
+			continue
+		}
+		d := x.(*cpu.Tensor).F32()
+		for i := range d {
+			d[i] = b.kv(d[i])
 		}
 	}
-	b.Backend.Attention(out, q, k, v, cache, layer, ab, scale)
+	var rp func(float32) float32
+	if roundP {
+		rp = b.kv
+	}
+	b.Backend.(*cpu.Backend).AttentionRoundingProbs(rp, out, q, k, v, cache, layer, ab, scale)
+}
+
+// attnOnTensorCores mirrors Backend.Attention's choice of kernel for T
+// tokens (head dim hd, G query heads a KV head, b's KV cache type): the
+// tensor-core prefill from prefillMinT tokens where it exists for the
+// shape, else the decode kernels, the tensor-core one where it exists and
+// is chosen. A copy of those conditions, so a change there needs one here.
+func (b *Backend) attnOnTensorCores(T, hd, G int) bool {
+	ak, err := b.attnFor(hd, G, b.kvDT)
+	if err != nil {
+		return false
+	}
+	if ak.prefill != nil && T >= b.prefillMinT() && b.attnMode != "split" && T <= 65535 {
+		return true
+	}
+	if b.attnOld {
+		return false
+	}
+	dk, _, _ := ak.decodeFor(b.attnDeep, b.attnTC, b.attnTC2)
+	return dk != nil && (dk == ak.decodeTC || dk == ak.decodeTC2)
 }
 
 func roundBF16(v float32) float32 {
@@ -267,14 +311,15 @@ type bf16Hybrid struct {
 // past 8 rows, attention's inputs in the KV cache's type, the MoE's
 // roundings as b would have them), for any architecture.
 func formatBackend(b *Backend) backend.Backend {
-	return &bf16Hybrid{&bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(b.kvDT), moe: b.moeFormatsFor}, cpuBe}
+	return &bf16Hybrid{&bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(b.kvDT), moe: b.moeFormatsFor, tc: b.attnOnTensorCores}, cpuBe}
 }
 
-// kvFormatBackend is the CPU backend with attention's inputs alone in the
-// KV cache's type dt: the GPU's formats once every product reads f32
+// kvFormatBackend is the CPU backend with attention's inputs alone in b's
+// formats (the KV cache's type; q and the probabilities where the tensor
+// cores take them): the GPU's formats once every product reads f32
 // activations.
-func kvFormatBackend(dt kvDType) backend.Backend {
-	return &bf16Hybrid{&bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(dt), f32Products: true}, cpuBe}
+func kvFormatBackend(b *Backend) backend.Backend {
+	return &bf16Hybrid{&bf16Inputs{Backend: cpuBe, on: true, kv: kvRounder(b.kvDT), f32Products: true, tc: b.attnOnTensorCores}, cpuBe}
 }
 
 // checkF32Products runs checkModels with every product of g on the GPU

@@ -58,7 +58,7 @@ func TestModelHybrid(t *testing.T) {
 			emu := formatBackend(b)
 			cf := build(t, cfg, &testWeights{be: emu, seed: seed}, emu)
 			replayed(t, b, func() { checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2) })
-			kv := kvFormatBackend(b.kvDT)
+			kv := kvFormatBackend(b)
 			ckv := build(t, cfg, &testWeights{be: kv, seed: seed}, kv)
 			checkF32Products(t, b, g, ckv, prompts(r, cfg.VocabSize, 70, 33, 9), 24, 2e-2)
 		})

@@ -729,9 +729,8 @@ func TestFixtures(t *testing.T) {
 			// type, the reference a step past tol is held to (run 16: the
 			// 17-token prefill of qwen3-untied-bf16 at 0.0202 against f32
 			// activations; run 18 call a: a 40-token one at 0.024, 0.0204
-			// against bf16 product inputs alone). The MoE goes to the CPU's
-			// MoE operator whole, so its router and experts stay f32 there
-			// as on the GPU. On the tiny hybrid fixtures the CPU in the
+			// against bf16 product inputs alone). The MoE and the attention
+			// round as the GPU's kernels for them do (formatBackend). On the tiny hybrid fixtures the CPU in the
 			// GPU's formats alone moves a 40-token prefill by up to 0.16
 			// (qwen35-tiny; 0.0039–0.089 on TestModelHybrid's random ones):
 			// they are checked with f32 product inputs too, where no
@@ -740,7 +739,7 @@ func TestFixtures(t *testing.T) {
 			cf := build(t, cfg, &model.FileWeights{Set: set, Be: emu}, emu)
 			checkModels(t, g, c, cf, prompts(r, cfg.VocabSize, 40, 17, 5), 16, tol)
 			if cfg.Arch() != "Qwen3ForCausalLM" && cfg.Arch() != "Qwen3MoeForCausalLM" {
-				kv := kvFormatBackend(b.kvDT)
+				kv := kvFormatBackend(b)
 				ckv := build(t, cfg, &model.FileWeights{Set: set, Be: kv}, kv)
 				checkF32Products(t, b, g, ckv, prompts(r, cfg.VocabSize, 40, 17, 5), 16, tol)
 			}
