@@ -205,42 +205,7 @@ extern "C" __global__ void moe_route(const float* logits, int* topIdx, float* to
   PDL_ENTRY();
   const int t = blockIdx.x * blockDim.y + threadIdx.y;
   if (t >= T) return;
-  const int lane = threadIdx.x;
-  const float* l = logits + (long)t * E;
-  float m = NEG_INF;
-  for (int e = lane; e < E; e += 32) m = fmaxf(m, l[e]);
-  m = warp_max(m);
-  float s = 0.f;
-  for (int e = lane; e < E; e += 32) s += expf(l[e] - m);
-  s = warp_sum(s);
-  u32 taken = 0;
-  float top = 0.f;
-  for (int k = 0; k < K; k++) {
-    float best = NEG_INF;
-    int bi = 0x7fffffff;
-    for (int j = 0, e = lane; e < E; j++, e += 32) {
-      if (!((taken >> j) & 1u)) {
-        const float v = l[e];
-        if (v > best || (v == best && e < bi)) { best = v; bi = e; }
-      }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (ov > best || (ov == best && oi < bi)) { best = ov; bi = oi; }
-    }
-    if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
-    const float p = expf(best - m) / s;
-    top += p;
-    if (lane == 0) {
-      topIdx[(long)t * K + k] = bi;
-      topW[(long)t * K + k] = p;
-    }
-  }
-  if (norm && lane == 0) {
-    for (int k = 0; k < K; k++) topW[(long)t * K + k] /= top;
-  }
+  route_topk_warp(logits + (long)t * E, E, K, norm, topIdx + (long)t * K, topW + (long)t * K, threadIdx.x, 0x7fffffff);
 }
 
 // out[t, :] = Σ_k w[t, k] · y[t·K + k, :].

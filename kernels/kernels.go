@@ -14,8 +14,8 @@ import (
 var files embed.FS
 
 // The preludes are prepended to every module: prelude.cuh, then flash.cuh
-// (plain C++ that the tests' CPU emulation compiles too).
-var preludeNames = []string{"prelude.cuh", "flash.cuh"}
+// and route.cuh (plain C++ that the tests' CPU emulation compiles too).
+var preludeNames = []string{"prelude.cuh", "flash.cuh", "route.cuh"}
 
 // Modules lists the compilable sources (each is one CUDA module).
 var Modules = []string{"elementwise.cu", "gemv.cu", "attention.cu", "prefill.cu", "sample.cu", "pchain.cu", "recurrent.cu", "moe.cu"}

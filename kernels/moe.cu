@@ -340,56 +340,13 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(const MoeP p) {
 #define MOE_GG_MINB 4
 #endif
 
-// Token t's top K by a single warp, written to topIdx and topW: moe_route's
-// steps (kernels/gemv.cu), so the same bits as moe_route and
-// moe_route_block: the maximum and sum over lanes strided, then K rounds
-// of arg-max (value descending, index ascending) over the experts not yet
-// taken, their weights added in rank order. K·(E/32) steps a lane where
-// moe_route_block's ranks take E²/4 over its 256 threads: one warp routes a
-// token of Qwen3-Next's 512 experts in ~260 steps instead of ~2,000. Where
-// every logit is NaN the choice is expert 0, as moe_route_block makes it.
+// Token t's top K by a single warp into topIdx and topW (route.cuh, as
+// moe_route): K·(E/32) steps a lane where moe_route_block's ranks take
+// E²/4 over its 256 threads, so one warp routes a token of Qwen3-Next's 512
+// experts in ~260 steps instead of ~2,000. Where every logit is NaN the
+// choice is expert 0, as moe_route_block makes it.
 __device__ __forceinline__ void moe_route_warp(const MoeP& p, int t, int lane) {
-  const int E = p.E, K = p.K;
-  const float* l = p.logits + (long)t * E;
-  float m = NEG_INF;
-  for (int e = lane; e < E; e += 32) m = fmaxf(m, l[e]);
-  m = warp_max(m);
-  float s = 0.f;
-  for (int e = lane; e < E; e += 32) s += expf(l[e] - m);
-  s = warp_sum(s);
-  u32 taken = 0;  // E ≤ 1024: 32 experts a lane
-  float top = 0.f;
-  for (int k = 0; k < K; k++) {
-    float best = NEG_INF;
-    int bi = 0x7fffffff;
-    for (int j = 0, e = lane; e < E; j++, e += 32) {
-      if (!((taken >> j) & 1u)) {
-        const float v = l[e];
-        if (v > best || (v == best && e < bi)) {
-          best = v;
-          bi = e;
-        }
-      }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (ov > best || (ov == best && oi < bi)) {
-        best = ov;
-        bi = oi;
-      }
-    }
-    if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
-    const float pk = expf(best - m) / s;
-    top += pk;
-    if (lane == 0) {
-      p.topIdx[(long)t * K + k] = bi < E ? bi : 0;
-      p.topW[(long)t * K + k] = pk;
-    }
-  }
-  if (p.norm && lane == 0)
-    for (int k = 0; k < K; k++) p.topW[(long)t * K + k] /= top;
+  route_topk_warp(p.logits + (long)t * p.E, p.E, p.K, p.norm, p.topIdx + (long)t * p.K, p.topW + (long)t * p.K, lane, 0);
 }
 
 extern "C" __global__ void __launch_bounds__(256) moe_plan(const MoeP p) {

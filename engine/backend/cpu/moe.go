@@ -12,6 +12,7 @@ import (
 type moeScratch struct {
 	logits           []float32
 	xs, gate, up, dn []float32
+	inputs           MoEInputs // MoEWithInputs's hook for this call (nil: none)
 	watch            bool      // WatchRouting was called: record margins
 	margins          []float64 // per token row, the smallest routing margin seen
 }
@@ -40,6 +41,21 @@ func grow(s []float32, n int) []float32 {
 }
 
 func (b *Backend) MoE(out, x backend.Tensor, m *backend.MoE) {
+	b.MoEWithInputs(nil, out, x, m)
+}
+
+// MoEInputs may change, in place, the rows activations x that an expert's
+// product with weight w reads (an expert's gate and up read the same x,
+// passed once with its gate weight; shared: the shared expert's).
+type MoEInputs func(x []float32, rows int, w backend.Tensor, shared bool)
+
+// MoEWithInputs is MoE with each expert product's input passed through
+// inputs first (the router and the shared expert's gate read x as it is):
+// the CPU in the number formats of another backend's MoE, for the CUDA
+// backend's tests. A nil inputs is MoE.
+func (b *Backend) MoEWithInputs(inputs MoEInputs, out, x backend.Tensor, m *backend.MoE) {
+	b.moe.inputs = inputs
+	defer func() { b.moe.inputs = nil }()
 	o, xx := f32(out), f32(x)
 	T, H := xx.rows, xx.cols
 	router := f32(m.Router)
@@ -101,7 +117,7 @@ func (b *Backend) MoE(out, x backend.Tensor, m *backend.MoE) {
 		for i, p := range picks {
 			copy(s.xs[i*H:(i+1)*H], xx.f32[p.tok*H:(p.tok+1)*H])
 		}
-		y := b.mlp(s, s.xs, n, H, inter, m.Gate[e], m.Up[e], m.Down[e])
+		y := b.mlp(s, s.xs, n, H, inter, m.Gate[e], m.Up[e], m.Down[e], false)
 		for i, p := range picks {
 			dst := o.f32[p.tok*H : (p.tok+1)*H]
 			for j, v := range y[i*H : (i+1)*H] {
@@ -111,7 +127,13 @@ func (b *Backend) MoE(out, x backend.Tensor, m *backend.MoE) {
 	}
 	if m.SharedGate != nil {
 		inter := f32(m.SharedGate).rows
-		y := b.mlp(s, xx.f32[:T*H], T, H, inter, m.SharedGate, m.SharedUp, m.SharedDown)
+		xs := xx.f32[:T*H]
+		if s.inputs != nil { // a copy to change: the shared expert's gate reads x
+			s.xs = grow(s.xs, T*H)
+			copy(s.xs, xs)
+			xs = s.xs
+		}
+		y := b.mlp(s, xs, T, H, inter, m.SharedGate, m.SharedUp, m.SharedDown, true)
 		for t := 0; t < T; t++ {
 			g := float32(1)
 			if m.SharedExpertGate != nil {
@@ -128,8 +150,12 @@ func (b *Backend) MoE(out, x backend.Tensor, m *backend.MoE) {
 }
 
 // mlp computes down(silu(gate·x)·(up·x)) for n rows of x, returning a slice of
-// the scratch (valid until the next call).
-func (b *Backend) mlp(s *moeScratch, x []float32, n, H, inter int, gate, up, down backend.Tensor) []float32 {
+// the scratch (valid until the next call); s.inputs, if set, sees x (which
+// it may change) and the down product's input.
+func (b *Backend) mlp(s *moeScratch, x []float32, n, H, inter int, gate, up, down backend.Tensor, shared bool) []float32 {
+	if s.inputs != nil {
+		s.inputs(x[:n*H], n, gate, shared)
+	}
 	s.gate = grow(s.gate, n*inter)
 	s.up = grow(s.up, n*inter)
 	s.dn = grow(s.dn, n*H)
@@ -139,6 +165,9 @@ func (b *Backend) mlp(s *moeScratch, x []float32, n, H, inter int, gate, up, dow
 	b.MatMul(gt, xt, gate)
 	b.MatMul(ut, xt, up)
 	b.SwiGLU(gt, gt, ut)
+	if s.inputs != nil {
+		s.inputs(s.gate[:n*inter], n, down, shared)
+	}
 	dt := &Tensor{rows: n, cols: H, f32: s.dn}
 	b.MatMul(dt, gt, down)
 	return s.dn

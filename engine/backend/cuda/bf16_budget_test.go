@@ -185,116 +185,22 @@ func (b *Backend) moeFormatsFor(T int, m *backend.MoE) moeFormats {
 	return f
 }
 
-// moeRounded is the CPU backend's MoE (the same routing) with bf16 inputs
-// where f says the GPU has them.
+// moeRounded is the CPU backend's MoE with bf16 inputs where f says the GPU
+// has them: an expert's products where its group has at least f.expertRows
+// rows, the shared expert's where f.shared, each only with a BF16 weight
+// whose rows cuBLASLt takes (a multiple of 8 elements).
 func moeRounded(be backend.Backend, out, x backend.Tensor, m *backend.MoE, f moeFormats) {
-	xs := x.(*cpu.Tensor).F32()
-	T, H := x.Shape()[0], x.Shape()[1]
-	E, K := len(m.Gate), m.TopK
-	logits := be.Alloc(T, E)
-	be.MatMul(logits, x, m.Router)
-	lg := logits.(*cpu.Tensor).F32()
-	type pick struct {
-		tok int
-		w   float32
-	}
-	perExpert := make([][]pick, E)
-	probs := make([]float64, E)
-	order := make([]int, E)
-	for t := 0; t < T; t++ {
-		row := lg[t*E : (t+1)*E]
-		maxL := math.Inf(-1)
-		for _, l := range row {
-			maxL = math.Max(maxL, float64(l))
+	be.(*cpu.Backend).MoEWithInputs(func(x []float32, rows int, w backend.Tensor, shared bool) {
+		round := f.shared
+		if !shared {
+			round = f.expertRows > 0 && rows >= f.expertRows
 		}
-		var sum float64
-		for e, l := range row {
-			probs[e] = math.Exp(float64(l) - maxL)
-			sum += probs[e]
-		}
-		for e := range probs {
-			probs[e] /= sum
-			order[e] = e
-		}
-		sort.SliceStable(order, func(i, j int) bool { return probs[order[i]] > probs[order[j]] })
-		var top float64
-		for _, e := range order[:K] {
-			top += probs[e]
-		}
-		for _, e := range order[:K] {
-			w := probs[e]
-			if m.NormTopK {
-				w /= top
-			}
-			perExpert[e] = append(perExpert[e], pick{t, float32(w)})
-		}
-	}
-	o := out.(*cpu.Tensor).F32()
-	clear(o[:T*H])
-	for e, picks := range perExpert {
-		n := len(picks)
-		if n == 0 {
-			continue
-		}
-		xe := be.Alloc(n, H)
-		d := xe.(*cpu.Tensor).F32()
-		for i, p := range picks {
-			copy(d[i*H:(i+1)*H], xs[p.tok*H:(p.tok+1)*H])
-		}
-		y := roundedMLP(be, xe, m.Gate[e], m.Up[e], m.Down[e], f.expertRows > 0 && n >= f.expertRows)
-		for i, p := range picks {
-			dst := o[p.tok*H : (p.tok+1)*H]
-			for j, v := range y[i*H : (i+1)*H] {
-				dst[j] += p.w * v
+		if round && w.DType() == backend.BF16 && w.Shape()[1]%8 == 0 {
+			for i := range x {
+				x[i] = roundBF16(x[i])
 			}
 		}
-	}
-	if m.SharedGate == nil {
-		return
-	}
-	xc := be.Alloc(T, H)
-	copy(xc.(*cpu.Tensor).F32(), xs[:T*H])
-	y := roundedMLP(be, xc, m.SharedGate, m.SharedUp, m.SharedDown, f.shared)
-	var z []float32
-	if m.SharedExpertGate != nil {
-		zt := be.Alloc(T, 1)
-		be.MatMul(zt, x, be.Reshape(m.SharedExpertGate, 1, H))
-		z = zt.(*cpu.Tensor).F32()
-	}
-	for t := 0; t < T; t++ {
-		g := float32(1)
-		if z != nil {
-			g = 1 / (1 + float32(math.Exp(float64(-z[t]))))
-		}
-		dst := o[t*H : (t+1)*H]
-		for j, v := range y[t*H : (t+1)*H] {
-			dst[j] += g * v
-		}
-	}
-}
-
-// roundedMLP is down(silu(gate·x)·(up·x)) with x and the down product's
-// input rounded to bf16 where round is set and the weight is BF16 (x is
-// overwritten).
-func roundedMLP(be backend.Backend, x, gate, up, down backend.Tensor, round bool) []float32 {
-	n, inter := x.Shape()[0], gate.Shape()[0]
-	roundIn := func(t, w backend.Tensor) {
-		if round && w.DType() == backend.BF16 && t.Shape()[1]%8 == 0 {
-			d := t.(*cpu.Tensor).F32()
-			for i := range d {
-				d[i] = roundBF16(d[i])
-			}
-		}
-	}
-	roundIn(x, gate)
-	g, u := be.Alloc(n, inter), be.Alloc(n, inter)
-	be.MatMul(g, x, gate)
-	be.MatMul(u, x, up)
-	be.SwiGLU(g, g, u)
-	roundIn(g, down)
-	y := be.Alloc(n, x.Shape()[1])
-	be.MatMul(y, g, down)
-	return y.(*cpu.Tensor).F32()
+	}, out, x, m)
 }
 
 // bf16Model is the random test model of seed on the CPU with bf16Inputs

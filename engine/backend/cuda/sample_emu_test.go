@@ -73,7 +73,7 @@ func emuBinary(t *testing.T, name, main string, deps ...string) string {
 		// Cached by the sources' hash, so that a run costs no compilation
 		// unless they changed.
 		h := sha256.New()
-		for _, f := range append([]string{"testdata/emu/emu.h", "testdata/emu/prelude_emu.h", "../../../kernels/flash.cuh", main}, deps...) {
+		for _, f := range append([]string{"testdata/emu/emu.h", "testdata/emu/prelude_emu.h", "../../../kernels/flash.cuh", "../../../kernels/route.cuh", main}, deps...) {
 			data, err := os.ReadFile(f)
 			if err != nil {
 				e.err = err

@@ -235,5 +235,7 @@ template <class F> void emu_launch3(unsigned gx, unsigned gy, unsigned gz, unsig
   }
 }
 
-// The attention kernels' shared device code, as the GPU compiles it.
+// The attention kernels' shared device code, and the MoE routing, as the
+// GPU compiles them.
 #include "flash.cuh"
+#include "route.cuh"
