@@ -131,12 +131,8 @@ __device__ __forceinline__ void moe_route_block(const MoeP& p, int t, int* sel, 
     if (rank < K) sel[rank] = j;
   }
   if (warp == 0) {
-    float m = NEG_INF;
-    for (int e = lane; e < E; e += 32) m = fmaxf(m, sl[e]);
-    m = warp_max(m);
-    float s = 0.f;
-    for (int e = lane; e < E; e += 32) s += expf(sl[e] - m);
-    s = warp_sum(s);
+    float m, s;
+    route_softmax_warp(sl, E, lane, m, s);
     if (lane == 0) ms[0] = m, ms[1] = s;
   }
   __syncthreads();

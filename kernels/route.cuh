@@ -10,14 +10,21 @@
 // writes the k-th choice to idx[k] and its probability to w[k], divided by
 // their sum if norm. Where every logit is NaN no expert wins a round: idx
 // gets nanIdx.
-__device__ __forceinline__ void route_topk_warp(const float* l, int E, int K, int norm, int* idx, float* w, int lane,
-                                                int nanIdx) {
-  float m = NEG_INF;
+// The softmax's maximum m and sum s of exp(l − m) over E logits, by a warp
+// (every lane gets both); the routings' probabilities divide by these.
+__device__ __forceinline__ void route_softmax_warp(const float* l, int E, int lane, float& m, float& s) {
+  m = NEG_INF;
   for (int e = lane; e < E; e += 32) m = fmaxf(m, l[e]);
   m = warp_max(m);
-  float s = 0.f;
+  s = 0.f;
   for (int e = lane; e < E; e += 32) s += expf(l[e] - m);
   s = warp_sum(s);
+}
+
+__device__ __forceinline__ void route_topk_warp(const float* l, int E, int K, int norm, int* idx, float* w, int lane,
+                                                int nanIdx) {
+  float m, s;
+  route_softmax_warp(l, E, lane, m, s);
   u32 taken = 0;  // 32 experts a lane
   float top = 0.f;
   for (int k = 0; k < K; k++) {
