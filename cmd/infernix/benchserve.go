@@ -97,7 +97,13 @@ func cmdBenchServe(args []string, stdout io.Writer) error {
 	}
 	res := runLoad(base, *apiKey, *endpoint, *clients, *requests, *promptTokens, *maxTokens)
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return err
+		}
+		if res.Failed == res.Requests {
+			return fmt.Errorf("every request failed: %s", res.FirstError)
+		}
+		return nil
 	}
 	fmt.Fprintf(stdout, "bench-serve: %s /v1/%s, %d clients, %d requests, prompt ≈%d tokens, %d output tokens each (streaming)\n",
 		res.URL, map[string]string{"chat": "chat/completions", "completions": "completions"}[*endpoint], res.Clients, res.Requests, *promptTokens, *maxTokens)

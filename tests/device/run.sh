@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moeops moedecode moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -259,6 +259,39 @@ if case " $groups " in *" hybridbench "*) ;; *) false ;; esac && [ -x "$root/bin
   mkdir -p /tmp/infernix-q3next
   python3 -c "import json,sys; c=json.load(open(sys.argv[1])); n=int(sys.argv[2]); c['num_hidden_layers']=n; c['layer_types']=c['layer_types'][:n]; json.dump(c,open('/tmp/infernix-q3next/config.json','w'))" "$root/tests/testdata/configs/qwen3-next-80b-a3b/config.json" "$hl"
   group hybridbench 300 sh -c "'$root/bin/cuda/infernix' bench --device cuda --synthetic-weights --model /tmp/infernix-q3next --prompt-tokens 512 --decode-tokens 64 --json > '$out/hybridbench-512.json' && cat '$out/hybridbench-512.json' && '$root/bin/cuda/infernix' bench --device cuda --synthetic-weights --model /tmp/infernix-q3next --prompt-tokens 4096 --decode-tokens 32 --prefill-chunk 4096 --max-batch-tokens 4096 --json > '$out/hybridbench-4096.json' && cat '$out/hybridbench-4096.json'"
+fi
+# moeserve (not in the default groups): many lanes decoding a MoE model
+# through the real server (bench-serve, streaming completions, random
+# weights, 16 clients), with the grouped MoE decode (the default) and with
+# it off (INFERNIX_CUDA_MOE_GROUP_T=0), alternating: Qwen3-Next-80B-A3B's
+# shapes (512 experts, 10 of them a token) cut to HYBRID_LAYERS layers, and
+# Qwen3-30B-A3B's (128 experts) cut to MOE_LAYERS (default 16), MOESERVE_ROUNDS times (default 1). The configs
+# get the real Qwen3 tokenizer; JSON in $out/moeserve-*.json.
+if case " $groups " in *" moeserve "*) ;; *) false ;; esac && [ -x "$root/bin/cuda/infernix" ]; then
+  cut_config() { # src dst layers
+    mkdir -p "$2"
+    cp "$root/tests/testdata/qwen3-tokenizer/tokenizer.json" "$root/tests/testdata/qwen3-tokenizer/tokenizer_config.json" "$2/"
+    python3 -c "import json,sys; c=json.load(open(sys.argv[1])); n=int(sys.argv[2]); c['num_hidden_layers']=n; c['layer_types']=c.get('layer_types',[])[:n] or None; c={k:v for k,v in c.items() if v is not None}; json.dump(c,open(sys.argv[3],'w'))" "$1/config.json" "$3" "$2/config.json"
+  }
+  cut_config "$root/tests/testdata/configs/qwen3-next-80b-a3b" /tmp/infernix-serve-q3next "${HYBRID_LAYERS:-8}"
+  cut_config "$root/tests/testdata/configs/qwen3-30b-a3b" /tmp/infernix-serve-q3moe "${MOE_LAYERS:-16}"
+  # (a script of its own: group runs its command under timeout, which
+  # cannot call a shell function)
+  cat > /tmp/infernix-moeserve.sh <<SERVE
+set -e
+for m in q3next q3moe; do
+  for round in \$(seq ${MOESERVE_ROUNDS:-1}); do
+    for mode in grouped:4 token:0; do
+      tag=\$m-\${mode%%:*}-\$round
+      INFERNIX_CUDA_MOE_GROUP_T=\${mode#*:} "$root/bin/cuda/infernix" bench-serve --device cuda --synthetic-weights \\
+        --model /tmp/infernix-serve-\$m --endpoint completions --clients 16 --requests 48 --prompt-tokens 256 \\
+        --max-tokens 96 --json > "$out/moeserve-\$tag.json"
+      echo "moeserve \$tag \$(cat "$out/moeserve-\$tag.json")"
+    done
+  done
+done
+SERVE
+  group moeserve 400 bash /tmp/infernix-moeserve.sh
 fi
 # ttftold: the same with sampling on the host and no KV block copier (the
 # defaults before run 11).

@@ -48,6 +48,13 @@ func TestServeBinary(t *testing.T) {
 		b.Get("itl_ms.p99").Float() <= 0 || b.Get("output_tok_per_s").Float() <= 0 {
 		t.Errorf("bench-serve: %v %s", err, out)
 	}
+	// Every request refused (a wrong key): the JSON still comes out, and
+	// the exit status says the load failed.
+	out, err = exec.Command(bin, "bench-serve", "--url", url, "--api-key", "wrong", "--clients", "1", "--requests", "2",
+		"--prompt-tokens", "16", "--max-tokens", "2", "--json").Output()
+	if b := gjson.ParseBytes(out); err == nil || b.Get("failed").Int() != 2 || !strings.Contains(b.Get("first_error").Str, "401") {
+		t.Errorf("bench-serve with a wrong key: err %v, %s", err, out)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +69,7 @@ func TestServeBinary(t *testing.T) {
 		t.Fatal("serve did not exit within 15 s of SIGTERM")
 	}
 	data, _ := os.ReadFile(logPath)
-	if n := strings.Count(string(data), "\n"); n != 6 || !gjson.Valid(strings.Split(string(data), "\n")[0]) {
+	if n := strings.Count(string(data), "\n"); n != 8 || !gjson.Valid(strings.Split(string(data), "\n")[0]) {
 		t.Errorf("request log (%d lines): %s", n, data)
 	}
 }
