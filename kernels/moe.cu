@@ -436,6 +436,19 @@ __device__ __forceinline__ void moe_pair(const MoeP& p, const MoeItem& it, int j
   }
 }
 
+// The pairs j0 … j0 + MOE_GTB − 1 of an item (moe_pair's three indices
+// each; zeros past the item's end); returns how many there are.
+__device__ __forceinline__ int moe_pairs(const MoeP& p, const MoeItem& it, int j0, int (&t)[MOE_GTB],
+                                         int (&arow)[MOE_GTB], int (&yrow)[MOE_GTB]) {
+  const int nj = min(MOE_GTB, it.n - j0);
+#pragma unroll
+  for (int u = 0; u < MOE_GTB; u++) {
+    t[u] = arow[u] = yrow[u] = 0;
+    if (u < nj) moe_pair(p, it, j0 + u, t[u], arow[u], yrow[u]);
+  }
+  return nj;
+}
+
 extern "C" __global__ void __launch_bounds__(256, MOE_GG_MINB) moe_gateup_g(const MoeP p) {
   STEP_TIMER();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -461,17 +474,11 @@ extern "C" __global__ void __launch_bounds__(256, MOE_GG_MINB) moe_gateup_g(cons
     const long ro = (long)min(o, inter - 1) * H;
     const u16 *wg = it.w0 + ro, *wu = it.w1 + ro;
     for (int j0 = 0; j0 < it.n; j0 += MOE_GTB) {
-      const int nj = min(MOE_GTB, it.n - j0);
-      int tt[MOE_GTB], ar[MOE_GTB];
+      int tt[MOE_GTB], ar[MOE_GTB], yr[MOE_GTB];
+      const int nj = moe_pairs(p, it, j0, tt, ar, yr);
       float wk[MOE_GTB];
 #pragma unroll
-      for (int u = 0; u < MOE_GTB; u++) {
-        int t = 0, arow = 0, yrow = 0;
-        if (u < nj) moe_pair(p, it, j0 + u, t, arow, yrow);
-        tt[u] = t;
-        ar[u] = arow;
-        wk[u] = (u < nj && !shared) ? p.topW[yrow] : 1.f;
-      }
+      for (int u = 0; u < MOE_GTB; u++) wk[u] = (u < nj && !shared) ? p.topW[yr[u]] : 1.f;
       float a0[MOE_GTB], a1[MOE_GTB];
 #pragma unroll
       for (int u = 0; u < MOE_GTB; u++) a0[u] = a1[u] = 0.f;
@@ -519,15 +526,8 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_g(const MoeP p) {
     const int o = it.rb * MOE_WARPS + warp;
     const u16* wd = it.w0 + (long)min(o, H - 1) * inter;
     for (int j0 = 0; j0 < it.n; j0 += MOE_GTB) {
-      const int nj = min(MOE_GTB, it.n - j0);
-      int ar[MOE_GTB], yr[MOE_GTB];
-#pragma unroll
-      for (int u = 0; u < MOE_GTB; u++) {
-        int t = 0, arow = 0, yrow = 0;
-        if (u < nj) moe_pair(p, it, j0 + u, t, arow, yrow);
-        ar[u] = arow;
-        yr[u] = yrow;
-      }
+      int tt[MOE_GTB], ar[MOE_GTB], yr[MOE_GTB];
+      const int nj = moe_pairs(p, it, j0, tt, ar, yr);
       float acc[MOE_GTB];
 #pragma unroll
       for (int u = 0; u < MOE_GTB; u++) acc[u] = 0.f;
