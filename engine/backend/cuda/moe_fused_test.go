@@ -110,7 +110,7 @@ func TestMoEFused(t *testing.T) {
 				// (formatBackend's MoE).
 				rm := cpuBe.Alloc(T, c.H)
 				moeRounded(cpuBe, rm, h.c, mc, moeFormats{shared: true})
-				iref, ixref, itol = cpuF32(pair{c: rm}), make([]float32, T*c.H), 1e-4
+				iref, ixref, itol = cpuF32(pair{c: rm}), make([]float32, T*c.H), roundedTol
 				for i := range ixref {
 					ixref[i] = x0[i] + iref[i]
 				}
