@@ -192,7 +192,8 @@ func (b *Backend) moeFormatsFor(T int, m *backend.MoE) moeFormats {
 // before their rounding move the output by up to 2.4e-4 (200 draws; run 34
 // measured 1.2e-4 and 2.6e-4 on the GPU), while leaving out one of the
 // GPU's roundings moves it by 1.6e-3 (the down product's input) to 2.8e-3
-// (the experts' input): the bound sits between the two.
+// (the experts' input): the bound sits between the two
+// (TestRoundedTolSeparates).
 const roundedTol = 5e-4
 
 // moeRounded is the CPU backend's MoE with bf16 inputs where f says the GPU
@@ -452,4 +453,71 @@ func TestMoEFormatsFor(t *testing.T) {
 			t.Errorf("T %d: graph state not restored: inStep %v T %d mode %v", c.T, b.g.inStep, b.g.T, b.g.mode)
 		}
 	}
+}
+
+// TestRoundedTolSeparates checks roundedTol's two sides on the CPU at
+// TestMoEGrouped's E8 K8 H128 I96 T9 shape: activations perturbed by a
+// relative 1e-5 before their bf16 rounding (the GPU's sums in another
+// order) stay under it, and leaving out either of the GPU's roundings
+// exceeds it twice over.
+func TestRoundedTolSeparates(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 11))
+	const E, K, H, I, T = 8, 8, 128, 96, 9
+	up := func(rows, cols int) backend.Tensor {
+		data := make([]byte, 2*rows*cols)
+		for i := 0; i < rows*cols; i++ {
+			v := float32(r.NormFloat64() * 0.1)
+			data[2*i], data[2*i+1] = byte(math.Float32bits(v)>>16), byte(math.Float32bits(v)>>24)
+		}
+		w, err := cpuBe.Upload("w", backend.BF16, []int{rows, cols}, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	m := &backend.MoE{TopK: K, Router: up(E, H)}
+	for e := 0; e < E; e++ {
+		m.Gate, m.Up, m.Down = append(m.Gate, up(I, H)), append(m.Up, up(I, H)), append(m.Down, up(H, I))
+	}
+	x := cpuBe.Alloc(T, H)
+	for i, xs := 0, x.(*cpu.Tensor).F32(); i < len(xs); i++ {
+		xs[i] = float32(r.NormFloat64())
+	}
+	// run rounds the experts' input x unless roundX is false and the down
+	// product's input unless roundDown is false, the latter first scaled
+	// by 1 + eps·N(0, 1).
+	run := func(roundX, roundDown bool, eps float64) []float32 {
+		o := cpuBe.Alloc(T, H)
+		cpuBe.MoEWithInputs(func(a []float32, rows int, w backend.Tensor, shared bool) {
+			down := w.Shape()[1] == I
+			for i := range a {
+				if down {
+					a[i] *= float32(1 + eps*r.NormFloat64())
+				}
+				if (down && roundDown) || (!down && roundX) {
+					a[i] = roundBF16(a[i])
+				}
+			}
+		}, o, x, m)
+		return o.(*cpu.Tensor).F32()
+	}
+	ref := run(true, true, 0)
+	for _, c := range []struct {
+		name             string
+		roundX, roundDwn bool
+	}{{"the experts' input not rounded", false, true}, {"the down product's input not rounded", true, false}} {
+		e := relErr(run(c.roundX, c.roundDwn, 0), ref)
+		if e < 2*roundedTol {
+			t.Errorf("%s: relative error %.3g, under twice roundedTol (%g)", c.name, e, roundedTol)
+		}
+		t.Logf("%s: %.3g", c.name, e)
+	}
+	var worst float64
+	for i := 0; i < 100; i++ {
+		worst = math.Max(worst, relErr(run(true, true, 1e-5), ref))
+	}
+	if worst == 0 || worst >= roundedTol {
+		t.Errorf("reordered sums' flips: worst relative error %.3g of 100 draws, want in (0, %g)", worst, roundedTol)
+	}
+	t.Logf("flips: worst %.3g of 100 draws", worst)
 }
