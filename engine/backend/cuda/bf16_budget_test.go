@@ -300,6 +300,21 @@ func TestBF16InputBudget(t *testing.T) {
 	}
 }
 
+// cpuBF16 uploads a rows × cols BF16 weight to the CPU backend, each value
+// next() truncated to bf16.
+func cpuBF16(t *testing.T, rows, cols int, next func() float32) backend.Tensor {
+	data := make([]byte, 2*rows*cols)
+	for i := 0; i < rows*cols; i++ {
+		v := math.Float32bits(next())
+		data[2*i], data[2*i+1] = byte(v>>16), byte(v>>24)
+	}
+	w, err := cpuBe.Upload("w", backend.BF16, []int{rows, cols}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // TestMoERounded checks the CPU's MoE in the GPU's formats on the CPU
 // alone: with nothing rounded it is the CPU's MoE; rounding moves exactly
 // the tokens whose experts' groups are at the threshold, and the shared
@@ -308,16 +323,7 @@ func TestMoERounded(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 9))
 	const E, K, H, I, T = 8, 2, 64, 32, 40
 	up := func(rows, cols int) backend.Tensor {
-		data := make([]byte, 2*rows*cols)
-		for i := 0; i < rows*cols; i++ {
-			v := (r.Float32()*2 - 1) * 0.3
-			data[2*i], data[2*i+1] = byte(math.Float32bits(v)>>16), byte(math.Float32bits(v)>>24)
-		}
-		w, err := cpuBe.Upload("w", backend.BF16, []int{rows, cols}, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
+		return cpuBF16(t, rows, cols, func() float32 { return (r.Float32()*2 - 1) * 0.3 })
 	}
 	m := &backend.MoE{TopK: K, NormTopK: true, Router: up(E, H)}
 	for e := 0; e < E; e++ {
@@ -464,16 +470,7 @@ func TestRoundedTolSeparates(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 11))
 	const E, K, H, I, T = 8, 8, 128, 96, 9
 	up := func(rows, cols int) backend.Tensor {
-		data := make([]byte, 2*rows*cols)
-		for i := 0; i < rows*cols; i++ {
-			v := float32(r.NormFloat64() * 0.1)
-			data[2*i], data[2*i+1] = byte(math.Float32bits(v)>>16), byte(math.Float32bits(v)>>24)
-		}
-		w, err := cpuBe.Upload("w", backend.BF16, []int{rows, cols}, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
+		return cpuBF16(t, rows, cols, func() float32 { return float32(r.NormFloat64() * 0.1) })
 	}
 	m := &backend.MoE{TopK: K, Router: up(E, H)}
 	for e := 0; e < E; e++ {
