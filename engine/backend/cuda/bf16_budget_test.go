@@ -148,32 +148,23 @@ type moeFormats struct {
 
 // moeFormatsFor is how b would round a MoE over T tokens in a model's
 // forward: grouped or not as moeGroupedFor decides (asked with the state of
-// a forward of T tokens, then restored); fused or not as moeFusedFor
-// decides, its conditions on the CPU's weights copied here (the device
-// tables it reads are the GPU model's; their rows' 16-byte alignment is
-// taken from the shapes, the pointers being the GPU's), so a change there
-// needs one here.
+// a forward of T tokens, then restored); fused or not as moeFusedTakes
+// decides on the CPU's weights.
 func (b *Backend) moeFormatsFor(T int, m *backend.MoE) moeFormats {
 	g := &b.g
 	inStep, stepT, mode := g.inStep, g.T, g.mode
 	g.inStep, g.T, g.mode = true, T, modeEager
 	grouped := b.moeGroupedFor(T)
 	g.inStep, g.T, g.mode = inStep, stepT, mode
-	bf16 := func(ws ...backend.Tensor) bool {
-		for _, w := range ws {
-			if w.DType() != backend.BF16 {
-				return false
-			}
-		}
-		return true
+	g0, u0, d0 := m.Gate[0], m.Up[0], m.Down[0]
+	dt := g0.DType()
+	if u0.DType() != dt || d0.DType() != dt {
+		dt = backend.F32 // mixed: not the fused path's
 	}
-	fused := !grouped && b.moeFused && b.k.moeGateUp != nil && b.k.moeDown != nil &&
-		len(m.Gate) <= 1024 && m.TopK <= 64 && bf16(m.Gate[0], m.Up[0], m.Down[0]) &&
-		m.Gate[0].Shape()[0]%8 == 0 && m.Gate[0].Shape()[1]%8 == 0
-	if fused && m.SharedGate != nil {
-		sg := m.SharedGate.Shape()
-		fused = bf16(m.SharedGate, m.SharedUp, m.SharedDown) && sg[0]%8 == 0 && sg[1]%8 == 0
-	}
+	// The experts' rows' alignment from the shapes (moeTablesFor's, the
+	// pointers being the GPU's).
+	aligned := g0.Shape()[0]%8 == 0 && g0.Shape()[1]%8 == 0
+	fused := !grouped && b.moeFusedTakes(m, dt, aligned, len(m.Gate), m.TopK)
 	var f moeFormats
 	if b.lt == nil {
 		return f

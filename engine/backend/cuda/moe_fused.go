@@ -55,23 +55,36 @@ type moeDownOp struct {
 }
 
 // moeFusedFor reports whether MoE m (bf16 experts, tables tb) takes the
-// fused decode path: switched on, kernels/moe.cu loaded, every expert row
-// 16-byte aligned, E ≤ 1024 and K ≤ 64 (MOE_EMAX, MOE_KMAX), and a shared
-// expert, if any, of the same kind.
+// fused decode path (moeFusedTakes), the shared expert's weights, if any,
+// 16-byte aligned on the device.
 func (b *Backend) moeFusedFor(m *backend.MoE, tb *moeTables, E, K int) bool {
-	if !b.moeFused || b.k.moeGateUp == nil || b.k.moeDown == nil || tb.dt != backend.BF16 || !tb.aligned || E > 1024 || K > 64 {
+	sharedAligned := true
+	if m.SharedGate != nil {
+		sg, su, sd := tensor(m.SharedGate), tensor(m.SharedUp), tensor(m.SharedDown)
+		sharedAligned = (sg.ptr|su.ptr|sd.ptr)%16 == 0
+	}
+	return b.moeFusedTakes(m, tb.dt, tb.aligned && sharedAligned, E, K)
+}
+
+// moeFusedTakes is moeFusedFor's condition on what a MoE's shapes and
+// types decide (the CUDA tests' reference asks it with CPU weights):
+// switched on, kernels/moe.cu loaded, experts of type dt bf16, aligned
+// (every expert's rows and the shared expert's weights start 16-byte
+// aligned), E ≤ 1024 and K ≤ 64 (MOE_EMAX, MOE_KMAX), and a shared expert,
+// if any, bf16 with rows a multiple of 8 elements and 8 rows.
+func (b *Backend) moeFusedTakes(m *backend.MoE, dt backend.DType, aligned bool, E, K int) bool {
+	if !b.moeFused || b.k.moeGateUp == nil || b.k.moeDown == nil || dt != backend.BF16 || !aligned || E > 1024 || K > 64 {
 		return false
 	}
 	if m.SharedGate == nil {
 		return true
 	}
-	sg, su, sd := tensor(m.SharedGate), tensor(m.SharedUp), tensor(m.SharedDown)
-	for _, w := range []*Tensor{sg, su, sd} {
-		if w.dt != backend.BF16 || w.ptr%16 != 0 || w.cols%8 != 0 {
+	for _, w := range []backend.Tensor{m.SharedGate, m.SharedUp, m.SharedDown} {
+		if w.DType() != backend.BF16 || w.Shape()[1]%8 != 0 {
 			return false
 		}
 	}
-	return sg.rows%8 == 0
+	return m.SharedGate.Shape()[0]%8 == 0
 }
 
 // moeFusedRun computes out = MoE(x) through the router's product,
