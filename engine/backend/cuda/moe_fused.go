@@ -116,8 +116,8 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 	}
 	grouped := b.moeGroupT > 0 && T >= b.moeGroupT && T*K <= moePlanMaxPairs && b.k.moePlan != nil
 	var plan, y driver.DevPtr
+	MS := min(T*K, E) // the most experts a grouped step chooses
 	if grouped {
-		MS := min(T*K, E)
 		var ok7, ok8 bool
 		// A, the chosen experts, where their pairs start (A + 1), the pairs.
 		plan, ok7 = b.scratchPtr(scrUp, uint64(4*(2+2*MS+T*K)))
@@ -146,7 +146,6 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 	if grouped {
 		// Looped grids of at most what fits the GPU at once; their blocks
 		// take the plan's items in turn.
-		MS := min(T*K, E)
 		nbD := (H + moeGateUpRows - 1) / moeGateUpRows
 		fit := func(k *kernel, items int) uint32 {
 			return uint32(max(1, min(items, b.smCount*blocksPerSM(256, k.regs, 0, b.smemPerSM))))
