@@ -70,11 +70,37 @@ template <int DT> __device__ __forceinline__ void kv_unpack8(uint4 u, float* f);
 template <> __device__ __forceinline__ void kv_unpack8<DT_BF16>(uint4 u, float* f) { unpack_bf16x8(u, f); }
 template <> __device__ __forceinline__ void kv_unpack8<DT_F16>(uint4 u, float* f) { unpack_f16x8(u, f); }
 
+// LD_L2PF (64, 128 or 256; 0, the default, none): ld_stream's loads carry
+// PTX's L2 prefetch-size hint (.L2::NB), so that a miss asks DRAM for N
+// bytes around the sectors the warp wants. Why (run 35): a warp's load is
+// 512 contiguous bytes already, but the products and the decode attention
+// read at 3.7–4.1 TB/s against the copy's 4.23, and no run had tried the
+// hint. CP_L2PF: the same for cp_async16 (the decode attention's K/V
+// tiles). Neither changes any result.
+#ifndef LD_L2PF
+#define LD_L2PF 0
+#endif
+#ifndef CP_L2PF
+#define CP_L2PF 0
+#endif
+#define L2PF_STR2(n) #n
+#define L2PF_STR(n) L2PF_STR2(n)
+#if LD_L2PF
+#define LD_L2PF_Q ".L2::" L2PF_STR(LD_L2PF) "B"
+#else
+#define LD_L2PF_Q ""
+#endif
+#if CP_L2PF
+#define CP_L2PF_Q ".L2::" L2PF_STR(CP_L2PF) "B"
+#else
+#define CP_L2PF_Q ""
+#endif
+
 // Streaming 16-byte load of weights read once: read-only path, no L1
 // allocation, so that the activations stay in L1.
 __device__ __forceinline__ uint4 ld_stream(const void* p) {
   uint4 r;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+  asm("ld.global.nc.L1::no_allocate" LD_L2PF_Q ".v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
   return r;
 }
@@ -307,7 +333,7 @@ __device__ __forceinline__ u32 smem_addr(const void* p) {
   return a;
 }
 __device__ __forceinline__ void cp_async16(u32 dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src));
+  asm volatile("cp.async.cg.shared.global" CP_L2PF_Q " [%0], [%1], 16;" ::"r"(dst), "l"(src));
 }
 // Hopper's bulk copy (1-D TMA) and the mbarriers that count its bytes
 // (gemv.cu's GF_TMA; compiled only where a module asks for them, so that

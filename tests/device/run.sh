@@ -11,7 +11,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain readpeak gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -118,6 +118,11 @@ group bench 300 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" 
 # products and the LM head as the engine's fused kernels and as the chain
 # (one launch, a launch a layer), each variant; lines "product bench ..." in
 # the log, figures in $out/pchain.json.
+# readpeak (not in the default groups): how fast the memory reads at all
+# (kernels/probe.cu, TestReadPeak): read_peak's variants over 4 GiB, the
+# copy, and the fused product over the same bytes; figures in the log
+# ("read peak ...") and $out/readpeak.json.
+group readpeak 120 env INFERNIX_BENCH_READPEAK=1 INFERNIX_BENCH_OUT="$out/readpeak.json" "$T" -test.v -test.run 'TestReadPeak' -test.timeout 110s
 group pchain 300 env INFERNIX_BENCH_PCHAIN=1 INFERNIX_BENCH_OUT="$out/pchain.json" "$T" -test.v -test.run 'TestPchain' -test.timeout 290s
 # gemvtime (not in the default groups): each decode product of Qwen3-8B
 # alone with GF_TIMING, its warps' timeline summarised (ramp, first-load

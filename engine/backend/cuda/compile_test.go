@@ -49,6 +49,8 @@ func TestKernelsCompile(t *testing.T) {
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "PDL_TRIGGER=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "DM_UNROLL=8"}})
 				// The block timeline (run.sh group attntime).
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_TIMING=1"}})
+				// The K/V tiles' L2 prefetch size (CP_L2PF, run 35).
+				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "CP_L2PF=256"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "CP_L2PF=128", "LD_L2PF=256"}})
 				// The units handed out (INFERNIX_CUDA_ATTN_DYN), timed too,
 				// and where G > 8 keeps the static splits.
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_DYN=1"}}, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_DYN=1", "ATTN_TIMING=1"}},
@@ -82,7 +84,7 @@ func TestKernelsCompile(t *testing.T) {
 					job{m, []string{"HD=128", "G=2", kvF16.define(), "PF_ROWS=128"}})
 			}
 		case "gemv.cu":
-			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}}, job{m, []string{"GF_L2PF=1"}}, job{m, []string{"GF_TIMING=1"}},
+			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}}, job{m, []string{"GF_L2PF=1"}}, job{m, []string{"GF_TIMING=1"}}, job{m, []string{"LD_L2PF=256"}},
 				job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}})
 			// The fused products' variants (gemvf_variant.go) the bench measures.
 			// INFERNIX_COMPILE_GEMVF="GF_MINB=6;GF_KSS=2": others too
@@ -96,6 +98,10 @@ func TestKernelsCompile(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				jobs = append(jobs, job{m, v.defs})
+			}
+		case "probe.cu":
+			for _, v := range readPeakVariants {
 				jobs = append(jobs, job{m, v.defs})
 			}
 		case "pchain.cu":

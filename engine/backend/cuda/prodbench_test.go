@@ -93,10 +93,11 @@ func (pb *prodBench) layerBytes() int64 {
 }
 func (pb *prodBench) headBytes() int64 { return 2 * int64(pbV) * int64(pbH) }
 
+func (pb *prodBench) graphTime(enqueue func()) time.Duration { return graphTime(pb.t, pb.b, enqueue) }
+
 // graphTime captures enqueue() as a graph and returns the median of 7
 // replays after 3.
-func (pb *prodBench) graphTime(enqueue func()) time.Duration {
-	t, b := pb.t, pb.b
+func graphTime(t testing.TB, b *Backend, enqueue func()) time.Duration {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if !b.bind() {
@@ -179,12 +180,14 @@ func (pb *prodBench) gemvf(lm bool, layers int) func() {
 	}
 }
 
-// writeJSON writes the results to $INFERNIX_BENCH_OUT, if set.
-func (pb *prodBench) writeJSON() {
+func (pb *prodBench) writeJSON() { writeBenchJSON(pb.t, pb.res) }
+
+// writeBenchJSON writes a bench's results to $INFERNIX_BENCH_OUT, if set.
+func writeBenchJSON(t testing.TB, res map[string]any) {
 	if out := os.Getenv("INFERNIX_BENCH_OUT"); out != "" {
-		data, _ := json.MarshalIndent(pb.res, "", "  ")
+		data, _ := json.MarshalIndent(res, "", "  ")
 		if err := os.WriteFile(out, data, 0o644); err != nil {
-			pb.t.Fatal(err)
+			t.Fatal(err)
 		}
 	}
 }
