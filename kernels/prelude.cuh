@@ -76,7 +76,9 @@ template <> __device__ __forceinline__ void kv_unpack8<DT_F16>(uint4 u, float* f
 // 512 contiguous bytes already, but the products and the decode attention
 // read at 3.7–4.1 TB/s against the copy's 4.23, and no run had tried the
 // hint. CP_L2PF: the same for cp_async16 (the decode attention's K/V
-// tiles). Neither changes any result.
+// tiles). Neither changes any result. Measured in run 35 (H100): decode
+// within the defaults' spread at 512 and 32K, and probe.cu's read_peak no
+// faster with either size: off.
 #ifndef LD_L2PF
 #define LD_L2PF 0
 #endif

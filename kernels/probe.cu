@@ -5,7 +5,9 @@
 // (which counts its writes too); whether the 250 tok/s target at 512
 // positions (4.0 ms for 15.1 GB of weights and the attention) is within
 // reach depends on the read rate the memory gives, which no run had
-// measured.
+// measured. Run 35 (H100): the best of 27 variants read 3,113–3,115 GB/s
+// and the fused product 3,119–3,138 over the same 4 GiB: the products
+// stream at the read peak (tests/device/NOTES.md).
 //
 // read_peak reads every 16 bytes of w[0, n16) once, RP_U loads in flight a
 // lane, and folds them with XOR so that the loads stay; *out is written
