@@ -154,8 +154,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		b.fail(err)
 		return
 	}
-	// The tiles are the grid's y dimension (at most 65,535 of at least one token).
-	usePrefill := ak.prefill != nil && T >= b.prefillMinT() && b.attnMode != "split" && T <= 65535
+	usePrefill := b.usesPrefillAttn(ak, T)
 
 	qt := 0
 	prefillK, prefillNT := ak.prefill, uint32(128)
@@ -458,6 +457,13 @@ func (b *Backend) attnCounters(n int) (driver.DevPtr, bool) {
 		b.memset(s.p, 0, int(s.size/4))
 	}
 	return s.p, b.err == nil
+}
+
+// usesPrefillAttn reports whether attention over T tokens runs ak's
+// tensor-core prefill kernel rather than the decode kernels. The tiles are
+// the grid's y dimension (at most 65,535 of at least one token).
+func (b *Backend) usesPrefillAttn(ak *attnKernels, T int) bool {
+	return ak.prefill != nil && T >= b.prefillMinT() && b.attnMode != "split" && T <= 65535
 }
 
 // prefillMinT is the smallest batch that uses the tensor-core kernel.

@@ -85,13 +85,13 @@ func (b *bf16Inputs) Attention(out, q, k, v backend.Tensor, cache backend.KVCach
 // tokens (head dim hd, G query heads a KV head, b's KV cache type): the
 // tensor-core prefill from prefillMinT tokens where it exists for the
 // shape, else the decode kernels, the tensor-core one where it exists and
-// is chosen. A copy of those conditions, so a change there needs one here.
+// is chosen (usesPrefillAttn and decodeFor, which Attention asks too).
 func (b *Backend) attnOnTensorCores(T, hd, G int) bool {
 	ak, err := b.attnFor(hd, G, b.kvDT)
 	if err != nil {
 		return false
 	}
-	if ak.prefill != nil && T >= b.prefillMinT() && b.attnMode != "split" && T <= 65535 {
+	if b.usesPrefillAttn(ak, T) {
 		return true
 	}
 	if b.attnOld {
