@@ -368,6 +368,22 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 #ifndef GF_TIMING
 #define GF_TIMING 0
 #endif
+// GF_XSH=1: a looped product's warp (GemvP.nvb) requests its next share's
+// first GF_U chunks as soon as its last loads of this share are in, before
+// this share's reduction and epilogue, so that its loads stay in flight
+// across the share boundary. Why: the looped grid's warps start together
+// and reach each boundary within ~1 µs of one another, so without it the
+// whole GPU's stream pauses there for a reduction and a load's latency
+// (~1.75 µs on the H200, run 17): gate|up's one boundary is where its rate
+// (4.10 TB/s from its wait, run 29) falls below the LM head's inside the
+// same step (4.56). Each lane adds the same elements in the same order:
+// bit-identical. Not with GF_TMA.
+#ifndef GF_XSH
+#define GF_XSH 0
+#endif
+#if GF_XSH && GF_TMA
+#error "GF_XSH streams through the lanes' loads, not GF_TMA's stages"
+#endif
 #define GF_MULTI 0
 #define GF_SWIGLU 1
 #define GF_RESID 2
@@ -587,10 +603,35 @@ __device__ __forceinline__ GfRows gemvf_rows(const GemvP& p, const int vb, const
   return w;
 }
 
+// Loads in flight a lane and weight row: GF_UR for the residual products.
+template <int MODE>
+constexpr int gemvf_u() {
+  return MODE == GF_RESID ? GF_UR : GF_U;
+}
+
+// The first U chunks of warp's rows of virtual block vb into wv.
+template <int MODE, int WIDE, int U, bool TWO>
+__device__ __forceinline__ void gemvf_first(const GemvP& p, const int vb, const int warp, uint4 (&wv)[U][2]) {
+  const GfRows rows = gemvf_rows<MODE, WIDE>(p, vb, warp);
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    const int i = rows.k0 + lane * 8 + u * 256;
+    if (i < rows.k1) {
+      wv[u][0] = ld_stream(rows.wr0 + i);
+      if (TWO) wv[u][1] = ld_stream(rows.wr1 + i);
+    }
+  }
+}
+
 // One (virtual) block vb of the fused product; first: the first vb this
-// block computes (gemvf).
-template <int R, int NORM, int MODE, int WIDE>
-__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first) {
+// block computes (gemvf). wv: the lane's weights in flight; pre: its first
+// U chunks of vb are already there (GF_XSH), else loaded here; next: the
+// vb this block computes after this one (GF_XSH requests its first chunks
+// once this one's loads are in), or −1.
+template <int R, int NORM, int MODE, int WIDE, int U>
+__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first, uint4 (&wx)[U][2], const bool pre,
+                                         const int next) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int T = p.T, I = p.I;
   const u64 tm0 = GF_TIMING ? global_ns() : 0;
@@ -659,14 +700,16 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
   } else
 #endif
   {
-    constexpr int U = MODE == GF_RESID ? GF_UR : GF_U;
-    uint4 wv[U][2];
+    uint4 wl[U][2];
+    uint4(&wv)[U][2] = GF_XSH ? wx : wl;  // the default keeps its weights local to the share
+    if (!pre) {
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int i = k0 + lane * 8 + u * 256;
-      if (i < k1) {
-        wv[u][0] = ld_stream(wr0 + i);
-        if (TWO) wv[u][1] = ld_stream(wr1 + i);
+      for (int u = 0; u < U; u++) {
+        const int i = k0 + lane * 8 + u * 256;
+        if (i < k1) {
+          wv[u][0] = ld_stream(wr0 + i);
+          if (TWO) wv[u][1] = ld_stream(wr1 + i);
+        }
       }
     }
     if (GF_L2PF) {
@@ -698,7 +741,10 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
       }
       if (GF_TIMING && tm1 == 0) tm1 = global_ns();
       i0 += 256 * U;
-      if (i0 >= k1) break;
+      if (i0 >= k1) {
+        if (GF_XSH && next >= 0) gemvf_first<MODE, WIDE, U, TWO>(p, next, warp, wv);
+        break;
+      }
 #pragma unroll
       for (int u = 0; u < U; u++) {
         const int i = i0 + u * 256;
@@ -818,12 +864,18 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
 // are bit-identical.
 template <int R, int NORM, int MODE, int WIDE>
 __device__ __forceinline__ void gemvf(const GemvP& p) {
+  constexpr int U = gemvf_u<MODE>();
   if (WIDE) {
-    gemvf_vb<R, NORM, MODE, 1>(p, blockIdx.x, true);
+    uint4 wv[U][2];
+    gemvf_vb<R, NORM, MODE, 1, U>(p, blockIdx.x, true, wv, false, -1);
     return;
   }
   const int nvb = max(p.nvb, (int)gridDim.x);
-  for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x) gemvf_vb<R, NORM, MODE, 0>(p, vb, vb == (int)blockIdx.x);
+  uint4 wv[U][2];  // GF_XSH: live from one share into the next
+  for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x) {
+    const int next = GF_XSH && vb + (int)gridDim.x < nvb ? vb + (int)gridDim.x : -1;
+    gemvf_vb<R, NORM, MODE, 0, U>(p, vb, vb == (int)blockIdx.x, wv, GF_XSH && vb != (int)blockIdx.x, next);
+  }
 }
 
 // The wide kernels without the norm prologue (o_proj, down) are held to 64

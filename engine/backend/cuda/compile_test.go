@@ -84,7 +84,7 @@ func TestKernelsCompile(t *testing.T) {
 					job{m, []string{"HD=128", "G=2", kvF16.define(), "PF_ROWS=128"}})
 			}
 		case "gemv.cu":
-			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}}, job{m, []string{"GF_L2PF=1"}}, job{m, []string{"GF_TIMING=1"}}, job{m, []string{"LD_L2PF=256"}},
+			jobs = append(jobs, job{m, nil}, job{m, []string{"PDL_TRIGGER=1"}}, job{m, []string{"GF_L2PF=1"}}, job{m, []string{"GF_TIMING=1"}}, job{m, []string{"LD_L2PF=256"}}, job{m, []string{"GF_XSH=1"}},
 				job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}})
 			// The fused products' variants (gemvf_variant.go) the bench measures.
 			// INFERNIX_COMPILE_GEMVF="GF_MINB=6;GF_KSS=2": others too

@@ -25,10 +25,11 @@ func TestGemvWideEmulated(t *testing.T) {
 	// Variants that add in the default's order must match its bytes; GF_KS
 	// adds in another and is checked against the reference instead.
 	variants := []gemvEmuVariant{
-		{"GF_RW=1 GF_U=8 GF_UR=16", emuBinary(t, "gemv-rw1-u8", "testdata/emu/gemv_variant_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true},
-		{"GF_PIPE=1 GF_U=2 GF_UR=3", emuBinary(t, "gemv-pipe-u2", "testdata/emu/gemv_pipe_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true},
-		{"GF_KS=4 GF_KSR=2 GF_KSS=2 GF_U=1", emuBinary(t, "gemv-ks4", "testdata/emu/gemv_ks_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), false},
-		{"GF_TMA=1 GF_TS=3 GF_TC=256", emuBinary(t, "gemv-tma", "testdata/emu/gemv_tma_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true},
+		{"GF_RW=1 GF_U=8 GF_UR=16", emuBinary(t, "gemv-rw1-u8", "testdata/emu/gemv_variant_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true, false},
+		{"GF_PIPE=1 GF_U=2 GF_UR=3", emuBinary(t, "gemv-pipe-u2", "testdata/emu/gemv_pipe_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true, false},
+		{"GF_KS=4 GF_KSR=2 GF_KSS=2 GF_U=1", emuBinary(t, "gemv-ks4", "testdata/emu/gemv_ks_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), false, false},
+		{"GF_XSH=1 GF_U=3", emuBinary(t, "gemv-xsh", "testdata/emu/gemv_xsh_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true, true},
+		{"GF_TMA=1 GF_TS=3 GF_TC=256", emuBinary(t, "gemv-tma", "testdata/emu/gemv_tma_main.cpp", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu"), true, false},
 	}
 	r := newRand(t)
 	for _, c := range []struct {
@@ -60,6 +61,7 @@ const gemvEmuPasses = 4
 type gemvEmuVariant struct {
 	name, bin string
 	exact     bool // adds in the default's order: byte-identical output
+	looped    bool // changes the looped pass: runs it too (every pass)
 }
 
 // gemvWideCase runs one case through bin and checks it, then through each
@@ -102,12 +104,17 @@ func gemvWideCase(t *testing.T, bin string, variants []gemvEmuVariant, r *rand.R
 		return out.Bytes()
 	}
 	// The default runs every pass; the variants the plain and split-K ones
-	// (their tunables apply there; block order and looping are the
-	// default's to check), which must match the start of the default's.
+	// (their tunables apply there; block order is the default's to check)
+	// and the looped one where they change it, which must match the start
+	// of the default's.
 	outBytes := runBin(bin, gemvEmuPasses)
 	var inexact [][]byte
 	for _, v := range variants {
-		out := runBin(v.bin, 2)
+		passes := 2
+		if v.looped {
+			passes = gemvEmuPasses
+		}
+		out := runBin(v.bin, passes)
 		if !v.exact {
 			inexact = append(inexact, out)
 			continue
