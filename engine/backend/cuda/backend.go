@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"unicode"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -218,10 +217,6 @@ func New(opt Options) (*Backend, error) {
 	}
 	b.arch, b.cubin = b.rtc.Target(b.sm)
 	b.cacheDir = cacheDir(opt.CacheDir)
-	var verr error
-	if b.gemvf, verr = parseGemvfVariant(os.Getenv("INFERNIX_CUDA_GEMVF")); verr != nil {
-		b.logf("cuda: INFERNIX_CUDA_GEMVF: %v; the default fused products are used", verr)
-	}
 	// Where PDL kernels let the next one launch (kernels/prelude.cuh):
 	// 0 at entry, 1 after their main loop, 2 at exit (the default).
 	if v := os.Getenv("INFERNIX_CUDA_PDL_TRIGGER"); v == "0" || v == "1" {
@@ -229,15 +224,16 @@ func New(opt Options) (*Backend, error) {
 	}
 	// INFERNIX_CUDA_DEFINES="NAME=V NAME2=V": more defines for every
 	// module, for experiments on the device (a kernel's compile-time
-	// tunables); the kernel cache keys them as any other option. Commas
-	// separate them too, for scripts that split a setting on spaces.
-	isSep := func(r rune) bool { return r == ',' || unicode.IsSpace(r) }
-	for _, d := range strings.FieldsFunc(os.Getenv("INFERNIX_CUDA_DEFINES"), isSep) {
-		if name, _, _ := strings.Cut(d, "="); validMacro(name) {
-			b.globalDefs = append(b.globalDefs, d)
-		} else {
-			b.logf("cuda: INFERNIX_CUDA_DEFINES: %q is not NAME or NAME=VALUE; ignored", d)
-		}
+	// tunables); the kernel cache keys them as any other option.
+	global, shapes, bad := splitDefines(os.Getenv("INFERNIX_CUDA_DEFINES"))
+	b.globalDefs = append(b.globalDefs, global...)
+	for _, d := range bad {
+		b.logf("cuda: INFERNIX_CUDA_DEFINES: %q is not NAME or NAME=VALUE; ignored", d)
+	}
+	spec := strings.TrimSpace(os.Getenv("INFERNIX_CUDA_GEMVF") + " " + strings.Join(shapes, " "))
+	var verr error
+	if b.gemvf, verr = parseGemvfVariant(spec); verr != nil {
+		b.logf("cuda: INFERNIX_CUDA_GEMVF: %v; the default fused products are used", verr)
 	}
 	if err := b.loadKernels(); err != nil {
 		b.release()

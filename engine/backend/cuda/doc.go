@@ -99,7 +99,8 @@
 //	INFERNIX_CUDA_PDL=0           no programmatic dependent launch (on where the device has it)
 //	INFERNIX_CUDA_PDL_TRIGGER=n   where kernels let the next launch: 0 entry, 1 after the main
 //	                              loop, 2 exit (the default; kernels/prelude.cuh)
-//	INFERNIX_CUDA_DEFINES="A=1"   more -D defines for every kernel module (experiments; spaces or commas between)
+//	INFERNIX_CUDA_DEFINES="A=1"   more -D defines for every kernel module (experiments; spaces or commas between;
+//	                              the fused products' shapes, GF_RW, GF_KS*, GF_TMA/TS/TC, join INFERNIX_CUDA_GEMVF)
 //	INFERNIX_CUDA_GEMV_MAX=N      most rows through the decode GEMV (default 8)
 //	INFERNIX_CUDA_SAMPLE=0        choose tokens on the host (default: on the device, sample.go)
 //	INFERNIX_CUDA_KV_COPY=0       no KV block copies to the host: the prefix cache stays in device memory

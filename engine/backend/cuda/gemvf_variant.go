@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/infernix/infernix/engine/backend/cuda/driver"
 )
@@ -87,6 +88,32 @@ func (v gemvfVariant) rowsPerBlock(epi int) int {
 // the split-K kernels (gemvfw_*) do not combine with.
 func (v gemvfVariant) splitsK(epi int) bool {
 	return epi == epiResid && v.ksr > 1 || epi == epiNone && v.ks > 1 || epi == epiSwiGLU && v.kss > 1
+}
+
+// gemvfShapes are the fused products' defines that the host's launches
+// depend on: the outputs a block computes (GF_RW, GF_KS, GF_KSR, GF_KSS)
+// and its shared memory (GF_TMA, GF_TS, GF_TC).
+var gemvfShapes = map[string]bool{"GF_RW": true, "GF_KS": true, "GF_KSR": true, "GF_KSS": true, "GF_TMA": true, "GF_TS": true, "GF_TC": true}
+
+// splitDefines splits INFERNIX_CUDA_DEFINES (spaces or commas between;
+// commas for scripts that split a setting on spaces) into the defines for
+// every module, those of gemvfShapes, which must reach the host as an
+// INFERNIX_CUDA_GEMVF variant (compiled into gemv.cu alone, a product's
+// grid would cover only part of its outputs: run 36's GF_KSS=2 left half
+// of gate|up uncomputed and read 25% "faster"), and the malformed ones.
+func splitDefines(s string) (global, shapes, bad []string) {
+	for _, d := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		name, _, _ := strings.Cut(d, "=")
+		switch {
+		case !validMacro(name):
+			bad = append(bad, d)
+		case gemvfShapes[name]:
+			shapes = append(shapes, d)
+		default:
+			global = append(global, d)
+		}
+	}
+	return global, shapes, bad
 }
 
 // parseGemvfVariant reads "GF_RW=1 GF_U=8" (spaces or commas); the empty

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -95,6 +96,37 @@ func TestGemvfRowsPerBlock(t *testing.T) {
 		}
 		if v.splitsK(epiNone) != c.splitM || v.splitsK(epiResid) != c.splitR || v.splitsK(epiSwiGLU) != (c.swiglu < 8) {
 			t.Errorf("%q: splitsK %v/%v/%v", c.spec, v.splitsK(epiNone), v.splitsK(epiSwiGLU), v.splitsK(epiResid))
+		}
+	}
+}
+
+// TestSplitDefines: the fused products' shape defines in
+// INFERNIX_CUDA_DEFINES go to the variant the host sizes its grids from;
+// the others to every module; malformed ones are reported.
+func TestSplitDefines(t *testing.T) {
+	cases := []struct {
+		in                  string
+		global, shapes, bad []string
+	}{
+		{in: ""},
+		{in: "GF_XSH=1", global: []string{"GF_XSH=1"}},
+		{in: "GF_KSS=2", shapes: []string{"GF_KSS=2"}},
+		{in: "GF_XSH=1,GF_KSS=2 KEEP_META=2", global: []string{"GF_XSH=1", "KEEP_META=2"}, shapes: []string{"GF_KSS=2"}},
+		{in: "GF_RW=1 GF_KS=1 GF_KSR=4 GF_TMA=1 GF_TS=3 GF_TC=1024 GF_U=4", global: []string{"GF_U=4"},
+			shapes: []string{"GF_RW=1", "GF_KS=1", "GF_KSR=4", "GF_TMA=1", "GF_TS=3", "GF_TC=1024"}},
+		{in: "1X=2 STEP_TIMING", global: []string{"STEP_TIMING"}, bad: []string{"1X=2"}},
+	}
+	for _, c := range cases {
+		global, shapes, bad := splitDefines(c.in)
+		if !reflect.DeepEqual(global, c.global) || !reflect.DeepEqual(shapes, c.shapes) || !reflect.DeepEqual(bad, c.bad) {
+			t.Errorf("%q: global %q shapes %q bad %q, want %q %q %q", c.in, global, shapes, bad, c.global, c.shapes, c.bad)
+		}
+		// What the host parses: the shapes form a valid variant that
+		// changes the fused products' rows per block where they say so.
+		if v, err := parseGemvfVariant(strings.Join(shapes, " ")); err != nil {
+			t.Errorf("%q: the shapes %q do not parse: %v", c.in, shapes, err)
+		} else if c.in == "GF_KSS=2" && v.rowsPerBlock(epiSwiGLU) != gemvfWarps/2 {
+			t.Errorf("GF_KSS=2: gate|up blocks compute %d outputs, want %d", v.rowsPerBlock(epiSwiGLU), gemvfWarps/2)
 		}
 	}
 }
