@@ -377,7 +377,12 @@ extern "C" __global__ void moe_combine_rows(float* out, const float* y, const fl
 // (~1.75 µs on the H200, run 17): gate|up's one boundary is where its rate
 // (4.10 TB/s from its wait, run 29) falls below the LM head's inside the
 // same step (4.56). Each lane adds the same elements in the same order:
-// bit-identical. Not with GF_TMA.
+// bit-identical. Not with GF_TMA. Run 36 (H100, a process each between
+// defaults rising 174.6 → 177.2 tok/s at 512): alone 172.0 and 173.9, no
+// faster (−1.5%); with GF_KSS=2 (gate|up in 4 shares instead of 2) 176.2
+// and 177.8, where GF_KSS=2 alone read 170.7: it recovers what more
+// shares cost, no more. Off; the H200, whose gate|up falls further below
+// its LM head's rate, has not measured it.
 #ifndef GF_XSH
 #define GF_XSH 0
 #endif
