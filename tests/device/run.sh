@@ -3,8 +3,9 @@
 #
 #   bash tests/device/run.sh build   # here: builds bin/cuda/cuda.test, bin/cuda/driver.test, bin/infernix (CGO-free)
 #   bash tests/device/run.sh pack    # here, after build: bin/pack/cuda.tar.xz (xz -9e, ~10 MB: the device tool
-#                                    #   carries 64 MiB with the tracked tree's ~52); carry ["bin/pack"] and on the
-#                                    #   machine first: tar xJf bin/pack/cuda.tar.xz -C bin
+#                                    #   carries 64 MiB with the tracked tree's ~56); carry ["bin/pack"] and on the
+#                                    #   machine first: tar xJf bin/pack/cuda.tar.xz -C bin. PACK_BINS="cuda.test"
+#                                    #   packs only those (~2 MB: the bench, timing and op groups need no more)
 #   bash tests/device/run.sh run     # there, through the device tool with carry=["bin/cuda"]:
 #                                    #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH; bash tests/device/run.sh run
 #
@@ -34,7 +35,9 @@ fi
 if [ "$mode" = pack ]; then
   set -e
   mkdir -p bin/pack
-  tar cf - -C bin cuda/infernix cuda/cuda.test cuda/e2e.test cuda/engine.test cuda/COMMIT | xz -9e -T0 > bin/pack/cuda.tar.xz
+  bins=""
+  for f in ${PACK_BINS:-infernix cuda.test e2e.test engine.test}; do bins="$bins cuda/$f"; done
+  tar cf - -C bin $bins cuda/COMMIT | xz -9e -T0 > bin/pack/cuda.tar.xz
   ls -la bin/pack
   exit 0
 fi
