@@ -614,17 +614,17 @@ constexpr int gemvf_u() {
   return MODE == GF_RESID ? GF_UR : GF_U;
 }
 
-// The first U chunks of warp's rows of virtual block vb into wv.
-template <int MODE, int WIDE, int U, bool TWO>
-__device__ __forceinline__ void gemvf_first(const GemvP& p, const int vb, const int warp, uint4 (&wv)[U][2]) {
-  const GfRows rows = gemvf_rows<MODE, WIDE>(p, vb, warp);
+// The first U chunks of a warp's weight rows (wr1 when TWO) over [k0, k1)
+// into wv.
+template <int U, bool TWO>
+__device__ __forceinline__ void gemvf_first(const u16* wr0, const u16* wr1, const int k0, const int k1, uint4 (&wv)[U][2]) {
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int u = 0; u < U; u++) {
-    const int i = rows.k0 + lane * 8 + u * 256;
-    if (i < rows.k1) {
-      wv[u][0] = ld_stream(rows.wr0 + i);
-      if (TWO) wv[u][1] = ld_stream(rows.wr1 + i);
+    const int i = k0 + lane * 8 + u * 256;
+    if (i < k1) {
+      wv[u][0] = ld_stream(wr0 + i);
+      if (TWO) wv[u][1] = ld_stream(wr1 + i);
     }
   }
 }
@@ -707,16 +707,7 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
   {
     uint4 wl[U][2];
     uint4(&wv)[U][2] = GF_XSH ? wx : wl;  // the default keeps its weights local to the share
-    if (!pre) {
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int i = k0 + lane * 8 + u * 256;
-        if (i < k1) {
-          wv[u][0] = ld_stream(wr0 + i);
-          if (TWO) wv[u][1] = ld_stream(wr1 + i);
-        }
-      }
-    }
+    if (!pre) gemvf_first<U, TWO>(wr0, wr1, k0, k1, wv);
     if (GF_L2PF) {
       // 64 elements (128 bytes) a line, from past the chunks just loaded.
       for (int i = k0 + U * 256 + lane * 64; i < k1; i += 32 * 64) {
@@ -747,7 +738,10 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
       if (GF_TIMING && tm1 == 0) tm1 = global_ns();
       i0 += 256 * U;
       if (i0 >= k1) {
-        if (GF_XSH && next >= 0) gemvf_first<MODE, WIDE, U, TWO>(p, next, warp, wv);
+        if (GF_XSH && next >= 0) {
+          const GfRows nr = gemvf_rows<MODE, WIDE>(p, next, warp);
+          gemvf_first<U, TWO>(nr.wr0, nr.wr1, nr.k0, nr.k1, wv);
+        }
         break;
       }
 #pragma unroll
