@@ -608,12 +608,6 @@ __device__ __forceinline__ GfRows gemvf_rows(const GemvP& p, const int vb, const
   return w;
 }
 
-// Loads in flight a lane and weight row: GF_UR for the residual products.
-template <int MODE>
-constexpr int gemvf_u() {
-  return MODE == GF_RESID ? GF_UR : GF_U;
-}
-
 // The first U chunks of a warp's weight rows (wr1 when TWO) over [k0, k1)
 // into wv.
 template <int U, bool TWO>
@@ -630,13 +624,12 @@ __device__ __forceinline__ void gemvf_first(const u16* wr0, const u16* wr1, cons
 }
 
 // One (virtual) block vb of the fused product; first: the first vb this
-// block computes (gemvf). wv: the lane's weights in flight; pre: its first
-// U chunks of vb are already there (GF_XSH), else loaded here; next: the
-// vb this block computes after this one (GF_XSH requests its first chunks
-// once this one's loads are in), or −1.
+// block computes (gemvf). wx: the lane's weights in flight, which with
+// GF_XSH already hold vb's first U chunks unless vb is the first; next:
+// the vb this block computes after this one (GF_XSH requests its first
+// chunks once this one's loads are in), or −1.
 template <int R, int NORM, int MODE, int WIDE, int U>
-__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first, uint4 (&wx)[U][2], const bool pre,
-                                         const int next) {
+__device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const bool first, uint4 (&wx)[U][2], const int next) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int T = p.T, I = p.I;
   const u64 tm0 = GF_TIMING ? global_ns() : 0;
@@ -707,7 +700,7 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
   {
     uint4 wl[U][2];
     uint4(&wv)[U][2] = GF_XSH ? wx : wl;  // the default keeps its weights local to the share
-    if (!pre) gemvf_first<U, TWO>(wr0, wr1, k0, k1, wv);
+    if (!GF_XSH || first) gemvf_first<U, TWO>(wr0, wr1, k0, k1, wv);
     if (GF_L2PF) {
       // 64 elements (128 bytes) a line, from past the chunks just loaded.
       for (int i = k0 + U * 256 + lane * 64; i < k1; i += 32 * 64) {
@@ -863,17 +856,17 @@ __device__ __forceinline__ void gemvf_vb(const GemvP& p, const int vb, const boo
 // are bit-identical.
 template <int R, int NORM, int MODE, int WIDE>
 __device__ __forceinline__ void gemvf(const GemvP& p) {
-  constexpr int U = gemvf_u<MODE>();
+  constexpr int U = MODE == GF_RESID ? GF_UR : GF_U;  // loads in flight a lane and weight row
   if (WIDE) {
     uint4 wv[U][2];
-    gemvf_vb<R, NORM, MODE, 1, U>(p, blockIdx.x, true, wv, false, -1);
+    gemvf_vb<R, NORM, MODE, 1, U>(p, blockIdx.x, true, wv, -1);
     return;
   }
   const int nvb = max(p.nvb, (int)gridDim.x);
   uint4 wv[U][2];  // GF_XSH: live from one share into the next
   for (int vb = blockIdx.x; vb < nvb; vb += gridDim.x) {
     const int next = GF_XSH && vb + (int)gridDim.x < nvb ? vb + (int)gridDim.x : -1;
-    gemvf_vb<R, NORM, MODE, 0, U>(p, vb, vb == (int)blockIdx.x, wv, GF_XSH && vb != (int)blockIdx.x, next);
+    gemvf_vb<R, NORM, MODE, 0, U>(p, vb, vb == (int)blockIdx.x, wv, next);
   }
 }
 
