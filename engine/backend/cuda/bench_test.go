@@ -262,9 +262,18 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 				start[j]++
 			}
 		}
+		// The host's walk of each replayed step: from the forward's call
+		// to its graph's launch, while the device idles.
+		var walk time.Duration
+		walked := 0
 		t0 := time.Now()
 		for i := 0; i < steps; i++ {
+			ts, r0 := time.Now(), b.g.Replays
 			forward(blocks, start, 1)
+			if b.g.Replays == r0+1 {
+				walk += b.g.launchedAt.Sub(ts)
+				walked++
+			}
 			for j := range start {
 				start[j]++
 			}
@@ -272,6 +281,9 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		el := time.Since(t0)
 		tps := float64(steps*len(blocks)) / el.Seconds()
 		res[name+"_tok_s"] = tps
+		if walked > 0 {
+			res[name+"_host_walk_us"] = float64(walk.Microseconds()) / float64(walked)
+		}
 		if bw > 0 && len(blocks) == 1 {
 			res[name+"_roofline_ratio"] = tps / (bw * 1e9 / float64(ws.Bytes))
 		}
@@ -291,6 +303,27 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		if bw > 0 && len(blocks) == 1 {
 			res[name+"_roofline_ratio"] = v[1] / (bw * 1e9 / float64(ws.Bytes))
 		}
+	}
+	// graphOnly replays the last decode step's graph n times back to back
+	// (the same positions each time): the device's time a step, copies
+	// included, without the host's walk and synchronisation between steps.
+	graphOnly := func(name string, n int) {
+		g := b.g.last
+		if g == nil {
+			return
+		}
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		b.sync()
+		t0 := time.Now()
+		for i := 0; i < n && b.err == nil; i++ {
+			b.fail(b.drv.GraphLaunch(g.exec, b.stream))
+		}
+		b.sync()
+		if b.err != nil {
+			panic(b.err)
+		}
+		res[name+"_graph_only_tok_s"] = float64(n) / time.Since(t0).Seconds()
 	}
 	// Decode at 512 tokens of context (the prompt prefilled for real).
 	forward([][]int32{seqBlocks(100, 16)}, []int{0}, 512)
@@ -371,6 +404,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	delete(res, "warmup_tok_s")
 	delete(res, "warmup_roofline_ratio")
 	median3("decode_1lane_ctx512", [][]int32{seqBlocks(100, 16)}, 512, 64)
+	graphOnly("decode_1lane_ctx512", 64)
 	// Same without graphs.
 	b.g.enabled = false
 	decode("decode_1lane_ctx512_eager", [][]int32{seqBlocks(100, 16)}, 580, 16)
@@ -381,6 +415,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		b.FillKV(kv, 7, 1)
 	}
 	median3("decode_1lane_ctx32k", [][]int32{seqBlocks(200, 520)}, 32768, 32)
+	graphOnly("decode_1lane_ctx32k", 32)
 	// INFERNIX_BENCH_ATTN_TIMING=1 (with the attention compiled with
 	// ATTN_TIMING=1): the folded decode attention's block timeline at 512
 	// and 32K, graph-replayed (attn_timing_test.go).

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -251,6 +252,10 @@ type graphState struct {
 
 	// Statistics (tests, benchmarks).
 	Replays, Captures, Fallbacks int
+	// The last graph launched and when (the bench's host-walk and
+	// device-only figures).
+	last       *graph
+	launchedAt time.Time
 	// Leaves counts why forwards left replay or capture, or could not
 	// enter it (noteLeave; tests read it when no step replayed).
 	Leaves map[string]int
@@ -453,6 +458,7 @@ func (b *Backend) endStep() {
 		hit.used = g.clock
 		g.captures[g.T] = 0
 		g.Replays++
+		g.last, g.launchedAt = hit, time.Now()
 		b.fail(b.drv.GraphLaunch(hit.exec, b.stream))
 	case modeCapture:
 		if !b.inlineCopies {
