@@ -12,7 +12,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench pchain readpeak gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench walkprof pchain readpeak gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -115,6 +115,10 @@ group fixnew 120 env INFERNIX_CUDA_GEMV_WIDE=1 INFERNIX_CUDA_ATTN_DEEP=1 "$T" -t
 group fixbf16 120 env INFERNIX_CUDA_KV=bf16 "$T" -test.v -test.run 'TestFixtures|TestModelRandom'
 # (up to ~2 minutes: it compiles six variants of the decode products.)
 group bench 300 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 290s
+# walkprof (not in the default groups): the bench's 512 decode, then a CPU
+# profile (5 kHz) of 2,000 more steps: where the host's walk of a replayed
+# step goes ($out/walk.prof; read it here with the same cuda.test).
+group walkprof 200 env INFERNIX_CUDA_BENCH="$root/tests/testdata/configs/qwen3-8b" INFERNIX_BENCH_WALK_PROFILE="$out/walk.prof" INFERNIX_BENCH_OUT="$out" "$T" -test.v -test.run 'TestBench' -test.timeout 190s
 # pchain (not in the default groups): the persistent product chain
 # (kernels/pchain.cu, an experiment): TestPchain checks it against float64
 # on a layer's products, TestPchainBench times Qwen3-8B's 36 layers of

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -405,6 +406,23 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	delete(res, "warmup_roofline_ratio")
 	median3("decode_1lane_ctx512", [][]int32{seqBlocks(100, 16)}, 512, 64)
 	graphOnly("decode_1lane_ctx512", 64)
+	// INFERNIX_BENCH_WALK_PROFILE=FILE: a CPU profile, sampled at 5 kHz,
+	// of 2,000 more decode steps at 512 (the host's walk of each step), then
+	// nothing else.
+	if f := os.Getenv("INFERNIX_BENCH_WALK_PROFILE"); f != "" {
+		w, err := os.Create(f)
+		if err != nil {
+			panic(err)
+		}
+		runtime.SetCPUProfileRate(5000)
+		if err := pprof.StartCPUProfile(w); err != nil {
+			panic(err)
+		}
+		decode("decode_1lane_ctx512_walkprof", [][]int32{seqBlocks(100, 48)}, 800, 2000)
+		pprof.StopCPUProfile()
+		w.Close()
+		return res
+	}
 	// Same without graphs.
 	b.g.enabled = false
 	decode("decode_1lane_ctx512_eager", [][]int32{seqBlocks(100, 16)}, 580, 16)
