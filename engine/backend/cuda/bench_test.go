@@ -318,7 +318,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		b.sync()
 		t0 := time.Now()
 		for i := 0; i < n && b.err == nil; i++ {
-			b.fail(b.drv.GraphLaunch(g.exec, b.stream))
+			b.fail(g.launch(b, 0))
 		}
 		b.sync()
 		if b.err != nil {
@@ -406,6 +406,13 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	delete(res, "warmup_roofline_ratio")
 	median3("decode_1lane_ctx512", [][]int32{seqBlocks(100, 16)}, 512, 64)
 	graphOnly("decode_1lane_ctx512", 64)
+	// Each step's graph in one part, launched after the host's walk (the
+	// default launches the first part during it: splitAt), then split again.
+	for _, split := range []string{"nosplit", "split"} {
+		b.g.noSplit = split == "nosplit"
+		b.g.dropAll()
+		decode("decode_1lane_ctx512_"+split, [][]int32{seqBlocks(100, 16)}, 600, 64)
+	}
 	// INFERNIX_BENCH_WALK_PROFILE=FILE: a CPU profile, sampled at 5 kHz,
 	// of 2,000 more decode steps at 512 (the host's walk of each step), then
 	// nothing else.

@@ -431,20 +431,30 @@ func TestGraphsMatchEager(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		wide, deep int
-	}{{"default", 0, 0}, {"wide3-deep", 3, 1}, {"wide-deep3", -1, 3}} {
+		noSplit    bool // each step one graph, launched after the walk
+	}{{"default", 0, 0, false}, {"wide3-deep", 3, 1, false}, {"wide-deep3", -1, 3, false}, {"nosplit", 0, 0, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			b.flush()
-			defer func(w, d int) {
+			defer func(w, d int, ns bool) {
 				b.flush()
-				b.gemvWide, b.attnDeep = w, d
-			}(b.gemvWide, b.attnDeep)
-			b.gemvWide, b.attnDeep = c.wide, c.deep
-			graphsMatchEager(t, b)
+				b.gemvWide, b.attnDeep, b.g.noSplit = w, d, ns
+				b.g.dropAll()
+			}(b.gemvWide, b.attnDeep, b.g.noSplit)
+			b.gemvWide, b.attnDeep, b.g.noSplit = c.wide, c.deep, c.noSplit
+			b.g.dropAll()
+			e0 := b.g.EarlyLaunches
+			replays := graphsMatchEager(t, b)
+			// Every replay of the 3-layer model's decode (~20 launches) launches
+			// its first part during the walk, unless split off.
+			if early := b.g.EarlyLaunches - e0; c.noSplit && early != 0 || !c.noSplit && early != replays {
+				t.Errorf("%d of %d replays launched early (split off: %v)", early, replays, c.noSplit)
+			}
 		})
 	}
 }
 
-func graphsMatchEager(t *testing.T, b *Backend) {
+// graphsMatchEager returns the number of graph replays it compared.
+func graphsMatchEager(t *testing.T, b *Backend) int {
 	r := newRand(t)
 	cfg := smallConfig("Qwen3ForCausalLM")
 	m := build(t, cfg, &testWeights{be: b, seed: r.Uint64()}, b)
@@ -482,6 +492,7 @@ func graphsMatchEager(t *testing.T, b *Backend) {
 			}
 		}
 	}
+	return r1 - r0
 }
 
 // TestAttnPrepFold: decode steps of two lanes (two sequences) with the q/k

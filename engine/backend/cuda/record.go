@@ -170,6 +170,7 @@ func (b *Backend) submit(r *rec) {
 	case modeReplay:
 		if g.match(r) {
 			b.stepName(r)
+			b.earlyLaunch()
 			return
 		}
 		g.noteLeave(g.mismatch(r))
@@ -221,10 +222,59 @@ const maxCandidates = 4
 const maxFruitlessCaptures = 16
 
 // graph is a captured forward: its executable and the records it holds.
+// A long forward is captured in two parts (splitAt): exec holds the
+// records before split and rest those from split on, so that a replay can
+// launch exec as soon as the host's walk has matched its records and the
+// device works while the host walks the rest (earlyLaunch).
 type graph struct {
 	exec  driver.GraphExec
+	rest  driver.GraphExec // 0: exec holds the whole trace
+	split int              // records in exec where rest != 0
 	trace []rec
 	used  uint64 // last use, for eviction
+}
+
+// destroy releases the graph's executables.
+func (c *graph) destroy(drv *driver.Driver) {
+	drv.GraphExecDestroy(c.exec) //nolint:errcheck // releasing
+	if c.rest != 0 {
+		drv.GraphExecDestroy(c.rest) //nolint:errcheck // releasing
+	}
+}
+
+// launch enqueues the graph's parts from record from on (0 or split).
+func (c *graph) launch(b *Backend, from int) error {
+	if from == 0 {
+		if err := b.drv.GraphLaunch(c.exec, b.stream); err != nil {
+			return err
+		}
+	}
+	if c.rest != 0 {
+		return b.drv.GraphLaunch(c.rest, b.stream)
+	}
+	return nil
+}
+
+// splitAt is where a trace is captured in two parts: after its eighth
+// kernel launch (an embedding and about a decoder layer: device work that
+// outlasts the host's walk of the rest at ~0.2 µs a record), or 0 (one
+// part) for a trace of fewer than 12 launches, whose walk is short anyway.
+// It depends only on the records up to the split, so candidates that
+// match the same records split alike (earlyLaunch).
+func splitAt(trace []rec) int {
+	const first, least = 8, 12
+	launches, split := 0, 0
+	for i := range trace {
+		if trace[i].kind == recLaunch {
+			if launches++; launches == first {
+				split = i + 1
+			}
+		}
+	}
+	if launches < least {
+		return 0
+	}
+	return split
 }
 
 // graphState follows the forward in progress.
@@ -243,6 +293,8 @@ type graphState struct {
 	cands    []*graph // candidates of this T being matched (replay)
 	ref      int      // a candidate that matched every record so far
 	pos      int      // records matched so far
+	launched int      // records of this replay already launched (earlyLaunch)
+	noSplit  bool     // capture every trace as one graph (INFERNIX_CUDA_GRAPH_SPLIT=0)
 
 	graphs   map[int][]*graph
 	want     map[int]bool // capture the next forward of T
@@ -252,6 +304,7 @@ type graphState struct {
 
 	// Statistics (tests, benchmarks).
 	Replays, Captures, Fallbacks int
+	EarlyLaunches                int // replays whose first part launched during the walk
 	// The last graph launched and when (the bench's host-walk and
 	// device-only figures).
 	last       *graph
@@ -304,6 +357,7 @@ func (g *graphState) mismatch(r *rec) string {
 func (g *graphState) init(b *Backend, opt Options) {
 	g.b = b
 	g.enabled = !opt.NoGraphs && b.drv.HasGraphs() && os.Getenv("INFERNIX_CUDA_GRAPHS") != "0"
+	g.noSplit = os.Getenv("INFERNIX_CUDA_GRAPH_SPLIT") == "0"
 	g.maxT = opt.MaxGraphTokens
 	if g.maxT <= 0 {
 		g.maxT = 16
@@ -337,6 +391,36 @@ func (g *graphState) match(r *rec) bool {
 	return true
 }
 
+// earlyLaunch launches the first part of the replay's graph once the walk
+// has matched its records, if every live candidate splits there (they then
+// share those records, and the one that matches to the end launches only
+// its rest). The arena regions those records staged are written by now,
+// and the walk stages the rest in fresh regions that the first part's
+// copy does not read.
+func (b *Backend) earlyLaunch() {
+	g := &b.g
+	if g.launched > 0 || len(g.cands) == 0 {
+		return
+	}
+	ref := g.cands[g.ref]
+	if ref.rest == 0 || ref.split != g.pos {
+		return
+	}
+	for i, c := range g.cands {
+		if g.alive[i] && (c.rest == 0 || c.split != g.pos) {
+			return
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if !b.bind() {
+		return
+	}
+	g.launched = g.pos
+	g.EarlyLaunches++
+	b.fail(b.drv.GraphLaunch(ref.exec, b.stream))
+}
+
 // beginStep starts a forward of T tokens (called by Embed before it stages
 // anything).
 func (b *Backend) beginStep(T int) {
@@ -344,7 +428,7 @@ func (b *Backend) beginStep(T int) {
 	if g.mode != modeEager {
 		b.leaveGraph()
 	}
-	g.inStep, g.T, g.clean, g.fellBack, g.pos, g.ref = true, T, b.meta.off == 0, false, 0, 0
+	g.inStep, g.T, g.clean, g.fellBack, g.pos, g.ref, g.launched = true, T, b.meta.off == 0, false, 0, 0, 0
 	g.cands = g.cands[:0]
 	if !g.enabled || T > g.maxT || g.banned[T] || !g.clean || b.err != nil {
 		switch {
@@ -409,7 +493,7 @@ func (b *Backend) leaveGraph() {
 	switch g.mode {
 	case modeReplay:
 		if len(g.cands) > 0 {
-			todo = g.cands[g.ref].trace[:g.pos]
+			todo = g.cands[g.ref].trace[g.launched:g.pos] // the first part may be running
 		}
 		g.fellBack = true
 	case modeCapture:
@@ -459,33 +543,31 @@ func (b *Backend) endStep() {
 		g.captures[g.T] = 0
 		g.Replays++
 		g.last, g.launchedAt = hit, time.Now()
-		b.fail(b.drv.GraphLaunch(hit.exec, b.stream))
+		b.fail(hit.launch(b, g.launched))
 	case modeCapture:
-		if !b.inlineCopies {
-			if err := b.captureTrace(g.cur); err != nil {
-				if gr, _ := b.drv.EndCapture(b.stream); gr != 0 {
-					b.drv.GraphDestroy(gr) //nolint:errcheck // discarding
+		split := 0
+		if !b.inlineCopies && !g.noSplit {
+			split = splitAt(g.cur)
+		}
+		ng := &graph{split: split}
+		var err error
+		if split > 0 {
+			// The capture begun by beginStep takes the first part.
+			if ng.exec, err = b.capturePart(g.cur[:split], false); err == nil {
+				if ng.rest, err = b.capturePart(g.cur[split:], true); err != nil {
+					b.drv.GraphExecDestroy(ng.exec) //nolint:errcheck // discarding
 				}
-				b.logf("cuda: capturing a graph of %d records: %v", len(g.cur), err)
-				b.leaveGraphAfterEnd()
-				return
 			}
+		} else {
+			ng.exec, err = b.capturePart(g.cur, false)
 		}
-		gr, err := b.drv.EndCapture(b.stream)
-		if err != nil || gr == 0 {
-			b.logf("cuda: ending a capture of %d records: %v", len(g.cur), err)
-			b.leaveGraphAfterEnd()
-			return
-		}
-		ex, err := b.drv.GraphInstantiate(gr)
-		b.drv.GraphDestroy(gr) //nolint:errcheck // the executable keeps its own copy
 		if err != nil {
-			b.logf("cuda: instantiating a graph of %d records: %v", len(g.cur), err)
+			b.logf("cuda: capturing a graph of %d records: %v", len(g.cur), err)
 			b.leaveGraphAfterEnd()
 			return
 		}
 		g.clock++
-		ng := &graph{exec: ex, trace: append([]rec(nil), g.cur...), used: g.clock}
+		ng.trace, ng.used = append([]rec(nil), g.cur...), g.clock
 		kept := g.add(g.T, ng)
 		if kept != ng {
 			// A forward that matched no graph asked for this capture but a
@@ -495,7 +577,7 @@ func (b *Backend) endStep() {
 		}
 		g.captures[g.T]++
 		g.Captures++
-		b.fail(b.drv.GraphLaunch(kept.exec, b.stream))
+		b.fail(kept.launch(b, 0))
 	default:
 		if g.inStep && g.clean && g.enabled && g.T <= g.maxT && (len(g.graphs[g.T]) == 0 || g.fellBack) {
 			g.want[g.T] = true
@@ -548,6 +630,35 @@ func (b *Backend) captureTrace(trace []rec) error {
 	return nil
 }
 
+// capturePart records trace into the stream's capture (begun by beginStep,
+// or here when begin is set), ends it and instantiates the graph. On
+// failure the capture is ended and nothing is kept.
+func (b *Backend) capturePart(trace []rec, begin bool) (driver.GraphExec, error) {
+	if begin {
+		if err := b.drv.BeginCapture(b.stream); err != nil {
+			return 0, err
+		}
+	}
+	if !b.inlineCopies { // else submit enqueued them as they came
+		if err := b.captureTrace(trace); err != nil {
+			if gr, _ := b.drv.EndCapture(b.stream); gr != 0 {
+				b.drv.GraphDestroy(gr) //nolint:errcheck // discarding
+			}
+			return 0, err
+		}
+	}
+	gr, err := b.drv.EndCapture(b.stream)
+	if err != nil || gr == 0 {
+		return 0, fmt.Errorf("ending a capture of %d records: %v", len(trace), err)
+	}
+	ex, err := b.drv.GraphInstantiate(gr)
+	b.drv.GraphDestroy(gr) //nolint:errcheck // the executable keeps its own copy
+	if err != nil {
+		return 0, fmt.Errorf("instantiating a graph of %d records: %w", len(trace), err)
+	}
+	return ex, nil
+}
+
 // leaveGraphAfterEnd runs the captured records eagerly after a capture that
 // already ended but failed or could not be instantiated; T is not captured
 // again.
@@ -572,7 +683,7 @@ func (g *graphState) add(T int, ng *graph) *graph {
 	cs := g.graphs[T]
 	for _, c := range cs {
 		if sameTrace(c.trace, ng.trace) {
-			g.b.drv.GraphExecDestroy(ng.exec) //nolint:errcheck // duplicate
+			ng.destroy(g.b.drv) // a duplicate
 			c.used = ng.used
 			return c
 		}
@@ -584,7 +695,7 @@ func (g *graphState) add(T int, ng *graph) *graph {
 				old = i
 			}
 		}
-		g.b.drv.GraphExecDestroy(cs[old].exec) //nolint:errcheck // evicted
+		cs[old].destroy(g.b.drv) // evicted
 		cs = append(cs[:old], cs[old+1:]...)
 	}
 	g.graphs[T] = append(cs, ng)
@@ -620,9 +731,10 @@ func (g *graphState) dropAll() {
 	defer g.b.unpin()
 	for T, cs := range g.graphs {
 		for _, c := range cs {
-			g.b.drv.GraphExecDestroy(c.exec) //nolint:errcheck // dropping
+			c.destroy(g.b.drv)
 		}
 		delete(g.graphs, T)
+		g.last = nil
 	}
 	if g.mode == modeReplay {
 		// Cannot happen: callers leave graph mode before moving buffers.
