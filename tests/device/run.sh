@@ -12,7 +12,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 bench walkprof pchain readpeak gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 graphs bench walkprof pchain readpeak gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -82,6 +82,10 @@ group driver 60 "$root/bin/cuda/driver.test" -test.v
 group ops 300 "$T" -test.v -test.run 'TestEmbed|TestRMSNorm|TestMatMul|TestAddSwiGLUGather|TestRoPE|TestMoE|TestMoEGrouped|TestFused|TestHostCopies|TestKVBlockCopy|TestSampleRows|TestShadow|TestGemvfVariants'
 group attention 300 "$T" -test.v -test.run 'TestAttention|TestDecodeSplits'
 group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestModelSkinny|TestGraphsMatchEager|TestFixtures|TestGGUFFixtures|TestAttnPrepFold|TestAttnDyn'
+# graphs (not in the default groups): the graph replays against eager
+# forwards and the models and sampling that replay them, a short subset of
+# model and ops.
+group graphs 150 "$T" -test.v -test.run 'TestGraphsMatchEager|TestModelRandom|TestFixtures|TestSampleRows'
 # hybrid: the hybrid models' operators (kernels/recurrent.cu) against the
 # CPU backend, random Qwen3.5 / Qwen3.5-MoE / Qwen3-Next models of real head
 # dims, and every committed fixture (the hybrid ones included).
