@@ -406,13 +406,20 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	delete(res, "warmup_roofline_ratio")
 	median3("decode_1lane_ctx512", [][]int32{seqBlocks(100, 16)}, 512, 64)
 	graphOnly("decode_1lane_ctx512", 64)
-	// Each step's graph in one part, launched after the host's walk (the
-	// default launches the first part during it: splitAt), then split again.
-	for _, split := range []string{"nosplit", "split"} {
-		b.g.noSplit = split == "nosplit"
+	// splitAB measures decode with each step's graph in one part, launched
+	// after the host's walk, and in two, the first launched during the walk
+	// (splitAt), alternately, one figure per name ("…split…" in two parts).
+	splitAB := func(blocks []int32, ctx int, names ...string) {
+		split := b.g.split
+		for _, n := range names {
+			b.g.split = !strings.Contains(n, "nosplit")
+			b.g.dropAll()
+			decode(n, [][]int32{blocks}, ctx, 64)
+		}
+		b.g.split = split
 		b.g.dropAll()
-		decode("decode_1lane_ctx512_"+split, [][]int32{seqBlocks(100, 16)}, 600, 64)
 	}
+	splitAB(seqBlocks(100, 16), 600, "decode_1lane_ctx512_nosplit", "decode_1lane_ctx512_split", "decode_1lane_ctx512_nosplit_2", "decode_1lane_ctx512_split_2")
 	// INFERNIX_BENCH_WALK_PROFILE=FILE: a CPU profile, sampled at 5 kHz,
 	// of 2,000 more decode steps at 512 (the host's walk of each step), then
 	// nothing else.
@@ -441,6 +448,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	}
 	median3("decode_1lane_ctx32k", [][]int32{seqBlocks(200, 520)}, 32768, 32)
 	graphOnly("decode_1lane_ctx32k", 32)
+	splitAB(seqBlocks(200, 520), 32900, "decode_1lane_ctx32k_nosplit", "decode_1lane_ctx32k_split")
 	// INFERNIX_BENCH_ATTN_TIMING=1 (with the attention compiled with
 	// ATTN_TIMING=1): the folded decode attention's block timeline at 512
 	// and 32K, graph-replayed (attn_timing_test.go).

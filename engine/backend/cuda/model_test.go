@@ -431,23 +431,23 @@ func TestGraphsMatchEager(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		wide, deep int
-		noSplit    bool // each step one graph, launched after the walk
-	}{{"default", 0, 0, false}, {"wide3-deep", 3, 1, false}, {"wide-deep3", -1, 3, false}, {"nosplit", 0, 0, true}} {
+		split      bool // each step's graph in two parts, the first launched during the walk
+	}{{"default", 0, 0, false}, {"wide3-deep", 3, 1, false}, {"wide-deep3", -1, 3, false}, {"split", 0, 0, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			b.flush()
-			defer func(w, d int, ns bool) {
+			defer func(w, d int, sp bool) {
 				b.flush()
-				b.gemvWide, b.attnDeep, b.g.noSplit = w, d, ns
+				b.gemvWide, b.attnDeep, b.g.split = w, d, sp
 				b.g.dropAll()
-			}(b.gemvWide, b.attnDeep, b.g.noSplit)
-			b.gemvWide, b.attnDeep, b.g.noSplit = c.wide, c.deep, c.noSplit
+			}(b.gemvWide, b.attnDeep, b.g.split)
+			b.gemvWide, b.attnDeep, b.g.split = c.wide, c.deep, c.split
 			b.g.dropAll()
 			e0 := b.g.EarlyLaunches
 			replays := graphsMatchEager(t, b)
-			// Every replay of the 3-layer model's decode (~20 launches) launches
-			// its first part during the walk, unless split off.
-			if early := b.g.EarlyLaunches - e0; c.noSplit && early != 0 || !c.noSplit && early != replays {
-				t.Errorf("%d of %d replays launched early (split off: %v)", early, replays, c.noSplit)
+			// With the split, every replay of the 3-layer model's decode (~20
+			// launches) launches its first part during the walk; else none.
+			if early := b.g.EarlyLaunches - e0; !c.split && early != 0 || c.split && early != replays {
+				t.Errorf("%d of %d replays launched early (split: %v)", early, replays, c.split)
 			}
 		})
 	}
