@@ -420,9 +420,10 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		b.g.dropAll()
 	}
 	splitAB(seqBlocks(100, 16), 600, "decode_1lane_ctx512_nosplit", "decode_1lane_ctx512_split", "decode_1lane_ctx512_nosplit_2", "decode_1lane_ctx512_split_2")
-	// INFERNIX_BENCH_WALK_PROFILE=FILE: a CPU profile, sampled at 5 kHz,
-	// of 2,000 more decode steps at 512 (the host's walk of each step), then
-	// nothing else.
+	// INFERNIX_BENCH_WALK_PROFILE=FILE: a CPU profile of 2,000 more decode
+	// steps at 512 (the host's walk of each step), then nothing else. It
+	// asks for 5 kHz; the kernel's timer may give less (250 Hz in run 37,
+	// though pprof then counts each sample as 0.2 ms).
 	if f := os.Getenv("INFERNIX_BENCH_WALK_PROFILE"); f != "" {
 		w, err := os.Create(f)
 		if err != nil {
