@@ -40,15 +40,14 @@
 // When a forward of T ≤ MaxGraphTokens tokens has run eagerly once, the next
 // one of the same T is captured into a CUDA graph; later forwards whose
 // records equal a captured list only stage their metadata on the host, and
-// ReadRows launches the graph (one launch instead of hundreds). With
-// INFERNIX_CUDA_GRAPH_SPLIT=1 a forward of 12 launches or more is captured
-// in two parts, the first ending after its eighth launch: a replay launches
-// that part as soon as its records have matched, so the device works while
-// the host walks the rest (~53 µs of a Qwen3-8B step on the H100's host). A
-// forward
-// that departs from every captured list runs the records it skipped eagerly
-// and carries on eagerly, so replay never changes results. No model code is
-// involved.
+// ReadRows launches the graph (one launch instead of hundreds). A forward
+// of 12 launches or more is captured in two parts, the first ending after
+// its eighth launch: a replay launches that part as soon as its records
+// have matched, so the device works while the host walks the rest (~55 µs
+// of a Qwen3-8B step on the H100's host; the split gained 0.7–0.9% in run
+// 38). A forward that departs from every captured list runs the records it
+// skipped eagerly and carries on eagerly, so replay never changes results.
+// No model code is involved.
 //
 // # Hybrid models
 //
@@ -80,8 +79,8 @@
 //	INFERNIX_CUDA_GRAPH_COPIES=inline  captured graphs keep each metadata copy where it was recorded
 //	                              (default: one copy of the forward's metadata before its first kernel;
 //	                              inline, each forward's graph is one part)
-//	INFERNIX_CUDA_GRAPH_SPLIT=1   capture long forwards in two parts, the first launched during the
-//	                              host's walk (default: one graph, launched after it)
+//	INFERNIX_CUDA_GRAPH_SPLIT=0   capture each forward as one graph, launched after the host's walk
+//	                              (default: long forwards in two parts, the first launched during it)
 //	INFERNIX_CUDA_ATTN=split      never use the tensor-core prefill attention
 //	INFERNIX_CUDA_DECODE_ATTN=old decode attention through attn_split + attn_combine
 //	INFERNIX_CUDA_DECODE_ATTN=tc2 decode attention with the transposed products (attn_decode_tc2, G ≤ 8)
