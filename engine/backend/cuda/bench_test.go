@@ -854,6 +854,11 @@ func benchSampling(b *Backend, m model.Model, res map[string]any, blocks []int32
 	qwen := sample.Params{Temperature: 0.7, TopK: 20, TopP: 0.8, RepetitionPenalty: 1}
 	run("decode_1lane_ctx512_devsample", qwen, true, 512, 64, nil)
 	run("decode_1lane_ctx512_hostsample", qwen, false, 512, 64, nil)
+	// Greedy (temperature 0): one pass over the row on the device; no
+	// logits cross to the host, where the headline copies all 608 KB.
+	greedy := sample.Params{Temperature: 0, RepetitionPenalty: 1}
+	run("decode_1lane_ctx512_devsample_greedy", greedy, true, 512, 64, nil)
+	run("decode_1lane_ctx512_devsample_2", qwen, true, 512, 64, nil)
 	// Top-p alone (the whole vocabulary: engine/sample's scan path).
 	topp := sample.Params{Temperature: 0.7, TopP: 0.9, RepetitionPenalty: 1}
 	run("decode_1lane_ctx512_devsample_topp", topp, true, 512, 32, nil)
