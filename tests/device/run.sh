@@ -12,7 +12,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 graphs bench walkprof pchain readpeak gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 graphs samplebench bench walkprof pchain readpeak gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -86,6 +86,9 @@ group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestM
 # forwards and the models and sampling that replay them, a short subset of
 # model and ops.
 group graphs 150 "$T" -test.v -test.run 'TestGraphsMatchEager|TestModelRandom|TestFixtures|TestSampleRows'
+# samplebench (not in the default groups): one SampleRows call on a Qwen3
+# row per kernel build and sampling parameters (sample_bench_test.go).
+group samplebench 120 "$T" -test.run '^$' -test.bench 'BenchmarkSampleRows' -test.benchtime 300x -test.benchmem
 # hybrid: the hybrid models' operators (kernels/recurrent.cu) against the
 # CPU backend, random Qwen3.5 / Qwen3.5-MoE / Qwen3-Next models of real head
 # dims, and every committed fixture (the hybrid ones included).
