@@ -241,11 +241,28 @@ __device__ __forceinline__ double block_scan_double(double v, SampleShared& S) {
   return before + x - v;
 }
 
+#ifndef HIST_ATOMIC
+#define HIST_ATOMIC 0
+#endif
+#ifndef HIST_ANY
+#define HIST_ANY 1
+#endif
+
 // hist[bin] += 1 for every lane with bin >= 0, one atomic per distinct bin
-// of the warp (logits crowd into few bins). All 32 lanes call it.
+// of the warp (logits crowd into few bins). All 32 lanes call it. A warp
+// with no bin skips the match (HIST_ANY), which costs far more than the
+// vote: after the first radix level, or below selFloor, most warps have
+// none. HIST_ATOMIC=1: one atomic per lane instead of the match.
 __device__ __forceinline__ void hist_inc(u32* hist, int bin) {
+#if HIST_ATOMIC
+  if (bin >= 0) atomicAdd(&hist[bin], 1u);
+#else
+#if HIST_ANY
+  if (!__any_sync(FULL, bin >= 0)) return;
+#endif
   const u32 peers = __match_any_sync(FULL, bin);
   if (bin >= 0 && (int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&hist[bin], (u32)__popc(peers));
+#endif
 }
 
 // Sorts S.cand[0..n) ascending (bitonic, n <= SCAND).
@@ -268,6 +285,24 @@ __device__ void sort_cand(int n, SampleShared& S) {
   }
 }
 
+#ifndef SEL_FLOOR
+#define SEL_FLOOR 1
+#endif
+
+// The first radix level's floor for a selection among items whose largest
+// value is m: the key 16 bins (four binades) below m's bin. Only items at
+// or above it are counted, so most warps skip the histogram; select_kth
+// counts everything again when fewer than k items reach the floor.
+// SEL_FLOOR=0: no floor.
+__device__ __forceinline__ u32 sel_floor(float m) {
+#if SEL_FLOOR
+  const u32 b = order_key(m) >> 21;
+  return b > 16u ? (b - 16u) << 21 : 0u;
+#else
+  return 0u;
+#endif
+}
+
 // Radix levels over 32-bit keys: 11, 11 and 10 bits.
 __device__ __forceinline__ int level_shift(int lv) { return lv == 0 ? 21 : lv == 1 ? 10 : 0; }
 __device__ __forceinline__ int level_bins(int lv) { return lv == 2 ? 1024 : 2048; }
@@ -283,10 +318,13 @@ struct Sel {
 
 // Finds the k-th largest key (k >= 1) among the items (key(i) for i < V) by
 // radix levels, stopping as soon as the items with key >= the bin's prefix
-// number at most SCAND. ready: S.hist already holds the first level.
+// number at most SCAND. ready: S.hist already holds the first level. lo:
+// the first level counts only keys >= lo (sel_floor; 0: all), and starts
+// over without it when fewer than k items reach it.
 template <class Key>
-__device__ Sel select_kth(Key key, int V, int k, bool ready, SampleShared& S) {
+__device__ Sel select_kth(Key key, int V, int k, bool ready, u32 lo, SampleShared& S) {
   Sel s = {0u, 0u, 0, 0, false};
+  if (ready) lo = 0u;
   for (int lv = 0; lv < 3; lv++) {
     const int sh = level_shift(lv), nb = level_bins(lv);
     if (!(lv == 0 && ready)) {
@@ -294,7 +332,7 @@ __device__ Sel select_kth(Key key, int V, int k, bool ready, SampleShared& S) {
       __syncthreads();
       sweep<u32>(V, key, [&](int, bool ok, u32 kk) {
         int bin = -1;
-        if (ok && (kk & s.mask) == s.prefix) bin = (int)((kk >> sh) & (u32)(nb - 1));
+        if (ok && (kk & s.mask) == s.prefix && kk >= lo) bin = (int)((kk >> sh) & (u32)(nb - 1));
         hist_inc(S.hist, bin);
       });
       __syncthreads();
@@ -323,6 +361,11 @@ __device__ Sel select_kth(Key key, int V, int k, bool ready, SampleShared& S) {
     const int b = S.bin >= 0 ? S.bin : 0, ab = S.bin >= 0 ? S.above : total - (int)S.hist[0];
     const int inbin = (int)S.hist[b];
     __syncthreads();
+    if (lv == 0 && lo > 0u && total < k) { // the k-th lies below the floor
+      lo = 0u;
+      lv = -1;
+      continue;
+    }
     k -= ab;
     s.above += ab;
     s.prefix |= (u32)b << sh;
@@ -504,10 +547,13 @@ extern "C" __global__ void __launch_bounds__(1024)
   const bool masked = p.force < 0 && p.mask > 0;
   const bool edits = p.force < 0 && (p.nbias > 0 || p.nseen > 0 || p.ngen > 0 || masked);
   const bool greedy = (p.flags & S_GREEDY) != 0;
+  // The alternatives' first level in the first pass, or (SEL_FLOOR) in a
+  // pass of their own above a floor from the maximum.
+  const bool hist1 = ntop > 0 && !SEL_FLOOR;
 
   // 1. The raw logits: argmax, log-sum-exp, first histogram for the
   // alternatives.
-  if (ntop > 0) {
+  if (hist1) {
     for (int b = tid; b < SBINS; b += NT) S.hist[b] = 0;
     __syncthreads();
   }
@@ -526,9 +572,9 @@ extern "C" __global__ void __launch_bounds__(1024)
           ts += (double)expf(l - tm);
         }
       }
-      if (ntop > 0) bin = (int)(order_key(l) >> 21);
+      if (hist1) bin = (int)(order_key(l) >> 21);
     }
-    if (ntop > 0) hist_inc(S.hist, bin);
+    if (hist1) hist_inc(S.hist, bin);
   });
   __syncthreads();
   block_argmax(bv, bi, S);
@@ -538,7 +584,7 @@ extern "C" __global__ void __launch_bounds__(1024)
   // 2. The most likely raw tokens.
   if (ntop > 0) {
     auto rawKey = [&](int i) { return order_key(L[i]); };
-    const Sel s = select_kth(rawKey, V, ntop, true, S);
+    const Sel s = select_kth(rawKey, V, ntop, hist1, sel_floor(bi < V ? bv : NEG_INF), S);
     if (s.count <= SCAND) {
       const int n = gather_sorted(rawKey, V, s.prefix, S);
       if (tid < ntop && tid < n) {
@@ -627,7 +673,7 @@ extern "C" __global__ void __launch_bounds__(1024)
       bool done = false;
       tok = top;
       if (p.topk > 0) {
-        const Sel s = select_kth(adjKey, V, p.topk, false, S);
+        const Sel s = select_kth(adjKey, V, p.topk, false, sel_floor(m), S);
         int nc = -1; // the heap path's candidates, when it applies
         if (s.count <= SCAND) {
           const int n = gather_sorted(adjKey, V, s.prefix, S);

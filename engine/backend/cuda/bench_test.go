@@ -859,14 +859,14 @@ func benchSampling(b *Backend, m model.Model, res map[string]any, blocks []int32
 	greedy := sample.Params{Temperature: 0, RepetitionPenalty: 1}
 	run("decode_1lane_ctx512_devsample_greedy", greedy, true, 512, 64, nil)
 	run("decode_1lane_ctx512_devsample_2", qwen, true, 512, 64, nil)
-	// The same with kernels/sample.cu's passes one load per thread at a
-	// time (SU=1, the kernel before run 39), against the default.
-	var su1 *kernel
-	if err := b.load("sample.cu", []string{"SU=1"}, map[string]**kernel{"sample_rows": &su1}); err == nil {
+	// The same with kernels/sample.cu as it was before run 39
+	// (sampleVariants' "old"), against the default.
+	var old *kernel
+	if err := b.load("sample.cu", sampleVariants[1].defines, map[string]**kernel{"sample_rows": &old}); err == nil {
 		def := b.k.sample
-		b.k.sample = su1
-		run("decode_1lane_ctx512_devsample_su1", qwen, true, 512, 64, nil)
-		run("decode_1lane_ctx512_devsample_greedy_su1", greedy, true, 512, 64, nil)
+		b.k.sample = old
+		run("decode_1lane_ctx512_devsample_old", qwen, true, 512, 64, nil)
+		run("decode_1lane_ctx512_devsample_greedy_old", greedy, true, 512, 64, nil)
 		b.k.sample = def
 		run("decode_1lane_ctx512_devsample_3", qwen, true, 512, 64, nil)
 	}

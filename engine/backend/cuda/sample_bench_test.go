@@ -7,10 +7,23 @@ import (
 	"github.com/infernix/infernix/engine/sample"
 )
 
+// sampleVariants are kernels/sample.cu's builds BenchmarkSampleRows
+// compares, the default first.
+var sampleVariants = []struct {
+	name    string
+	defines []string
+}{
+	{"default", nil},
+	{"old", []string{"SU=1", "SEL_FLOOR=0", "HIST_ANY=0"}}, // the kernel before run 39
+	{"su1", []string{"SU=1"}},                              // one load per thread in flight
+	{"nofloor", []string{"SEL_FLOOR=0"}},                   // every item counted at the first level
+	{"atomic", []string{"HIST_ATOMIC=1"}},                  // one shared atomic per item, no match
+	{"atomic_nofloor", []string{"HIST_ATOMIC=1", "SEL_FLOOR=0"}},
+}
+
 // BenchmarkSampleRows times one SampleRows call on a Qwen3-sized row
 // (151,936 logits, N(0, 2)), from the request's encoding to its results
-// on the host, per kernel build (the default, and SU=1: one load per
-// thread in flight) and sampling parameters. "roundtrip" is the same
+// on the host, per kernel build (sampleVariants) and sampling parameters. "roundtrip" is the same
 // synchronisation with a 4-byte ReadRows instead of the kernel: what
 // every row of the table pays besides the kernel.
 //
@@ -35,10 +48,6 @@ func BenchmarkSampleRows(bb *testing.B) {
 			b.ReadRows(x, dst)
 		}
 	})
-	kernels := []struct {
-		name    string
-		defines []string
-	}{{"default", nil}, {"su1", []string{"SU=1"}}}
 	params := []struct {
 		name string
 		p    sample.Params
@@ -52,7 +61,7 @@ func BenchmarkSampleRows(bb *testing.B) {
 	}
 	def := b.k.sample
 	defer func() { b.k.sample = def }()
-	for _, k := range kernels {
+	for _, k := range sampleVariants {
 		fn := def
 		if k.defines != nil {
 			if err := b.load("sample.cu", k.defines, map[string]**kernel{"sample_rows": &fn}); err != nil {

@@ -149,6 +149,9 @@ func TestSampleKernelEmulated(t *testing.T) {
 	t.Run("greedy", func(t *testing.T) { checkGreedy(t, run, 1500, r) })
 	t.Run("odd_vocab", func(t *testing.T) { checkGreedy(t, emuRunner(t, 96), 37, r) })
 	t.Run("distribution", func(t *testing.T) { checkDistribution(t, run, 2000, 8, 2, r) })
+	// More tokens than the kernel sorts at once (SCAND, 2,048): a selection
+	// that counted too few gathers a wrong set.
+	t.Run("distribution_wide", func(t *testing.T) { checkDistribution(t, run, 4099, 2, 1, r) })
 	t.Run("ties", func(t *testing.T) { checkTies(t, run, 2500, 4, r) })
 	t.Run("masked", func(t *testing.T) { checkMasked(t, run, 3000, 2, r) })
 	if os.Getenv("INFERNIX_EMU_LARGE") == "1" {
