@@ -286,16 +286,23 @@ __device__ void sort_cand(int n, SampleShared& S) {
 }
 
 #ifndef SEL_FLOOR
-#define SEL_FLOOR 1
+#define SEL_FLOOR 2
+#endif
+#ifndef SEL_DELTA
+#define SEL_DELTA 4.0f
 #endif
 
 // The first radix level's floor for a selection among items whose largest
-// value is m: the key 16 bins (four binades) below m's bin. Only items at
-// or above it are counted, so most warps skip the histogram; select_kth
-// counts everything again when fewer than k items reach the floor.
-// SEL_FLOOR=0: no floor.
+// value is m: only keys at or above it are counted, so most warps skip the
+// histogram; select_kth counts everything again when fewer than k items
+// reach it. A floor is the lower edge of a first-level bin, so that a bin
+// is counted whole or not at all. SEL_FLOOR=2: the bin of m - SEL_DELTA
+// (logits, before the temperature; a language model's top 20 lie within a
+// few units of its maximum); 1: 16 bins (four binades) below m's; 0: none.
 __device__ __forceinline__ u32 sel_floor(float m) {
-#if SEL_FLOOR
+#if SEL_FLOOR == 2
+  return (order_key(m - SEL_DELTA) >> 21) << 21;
+#elif SEL_FLOOR == 1
   const u32 b = order_key(m) >> 21;
   return b > 16u ? (b - 16u) << 21 : 0u;
 #else

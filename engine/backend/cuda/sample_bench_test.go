@@ -17,6 +17,8 @@ var sampleVariants = []struct {
 	{"old", []string{"SU=1", "SEL_FLOOR=0", "HIST_ANY=0"}}, // the kernel before run 39
 	{"su1", []string{"SU=1"}},                              // one load per thread in flight
 	{"nofloor", []string{"SEL_FLOOR=0"}},                   // every item counted at the first level
+	{"floor_binades", []string{"SEL_FLOOR=1"}},             // counted from four binades below the maximum
+	{"delta8", []string{"SEL_DELTA=8.0f"}},                 // counted from 8 below the maximum
 	{"atomic", []string{"HIST_ATOMIC=1"}},                  // one shared atomic per item, no match
 	{"atomic_nofloor", []string{"HIST_ATOMIC=1", "SEL_FLOOR=0"}},
 }
