@@ -292,19 +292,22 @@ __device__ void sort_cand(int n, SampleShared& S) {
 #define SEL_DELTA 4.0f
 #endif
 
-// The first radix level's floor for a selection among items whose largest
-// value is m: only keys at or above it are counted, so most warps skip the
-// histogram; select_kth counts everything again when fewer than k items
-// reach it. A floor is the lower edge of a first-level bin, so that a bin
-// is counted whole or not at all. SEL_FLOOR=2: the bin of m - SEL_DELTA
-// (logits, before the temperature; a language model's top 20 lie within a
-// few units of its maximum); 1: 16 bins (four binades) below m's; 0: none.
-__device__ __forceinline__ u32 sel_floor(float m) {
+// The first radix level's floor, try `step`, for a selection among items
+// whose largest value is m: only keys at or above it are counted, so most
+// warps skip the histogram; select_kth tries the next, lower floor when
+// fewer than k items reach one, down to 0 (everything). A floor is the
+// lower edge of a first-level bin, so that a bin is counted whole or not
+// at all. SEL_FLOOR=2: the bins of m - SEL_DELTA, then m - 4·SEL_DELTA
+// (logits, before the temperature: a language model's top 20 mostly lie
+// within a few units of its maximum, and a confident step's within a few
+// more); 1: 16 bins (four binades) below m's; 0: none.
+__device__ __forceinline__ u32 sel_floor(float m, int step) {
 #if SEL_FLOOR == 2
-  return (order_key(m - SEL_DELTA) >> 21) << 21;
+  if (step < 2) return (order_key(m - (step == 0 ? SEL_DELTA : 4.0f * SEL_DELTA)) >> 21) << 21;
+  return 0u;
 #elif SEL_FLOOR == 1
   const u32 b = order_key(m) >> 21;
-  return b > 16u ? (b - 16u) << 21 : 0u;
+  return step == 0 && b > 16u ? (b - 16u) << 21 : 0u;
 #else
   return 0u;
 #endif
@@ -325,13 +328,15 @@ struct Sel {
 
 // Finds the k-th largest key (k >= 1) among the items (key(i) for i < V) by
 // radix levels, stopping as soon as the items with key >= the bin's prefix
-// number at most SCAND. ready: S.hist already holds the first level. lo:
-// the first level counts only keys >= lo (sel_floor; 0: all), and starts
-// over without it when fewer than k items reach it.
+// number at most SCAND. ready: S.hist already holds the first level (of
+// every item). Otherwise the first level counts only keys >= sel_floor(m,
+// step), starting over with the next floor when fewer than k items reach
+// one.
 template <class Key>
-__device__ Sel select_kth(Key key, int V, int k, bool ready, u32 lo, SampleShared& S) {
+__device__ Sel select_kth(Key key, int V, int k, bool ready, float m, SampleShared& S) {
   Sel s = {0u, 0u, 0, 0, false};
-  if (ready) lo = 0u;
+  int step = 0;
+  u32 lo = ready ? 0u : sel_floor(m, 0);
   for (int lv = 0; lv < 3; lv++) {
     const int sh = level_shift(lv), nb = level_bins(lv);
     if (!(lv == 0 && ready)) {
@@ -369,7 +374,11 @@ __device__ Sel select_kth(Key key, int V, int k, bool ready, u32 lo, SampleShare
     const int inbin = (int)S.hist[b];
     __syncthreads();
     if (lv == 0 && lo > 0u && total < k) { // the k-th lies below the floor
-      lo = 0u;
+      u32 next;
+      do
+        next = sel_floor(m, ++step);
+      while (next >= lo && next > 0u); // a floor at or above the last: skip it
+      lo = next;
       lv = -1;
       continue;
     }
@@ -591,7 +600,7 @@ extern "C" __global__ void __launch_bounds__(1024)
   // 2. The most likely raw tokens.
   if (ntop > 0) {
     auto rawKey = [&](int i) { return order_key(L[i]); };
-    const Sel s = select_kth(rawKey, V, ntop, hist1, sel_floor(bi < V ? bv : NEG_INF), S);
+    const Sel s = select_kth(rawKey, V, ntop, hist1, bi < V ? bv : NEG_INF, S);
     if (s.count <= SCAND) {
       const int n = gather_sorted(rawKey, V, s.prefix, S);
       if (tid < ntop && tid < n) {
@@ -680,7 +689,7 @@ extern "C" __global__ void __launch_bounds__(1024)
       bool done = false;
       tok = top;
       if (p.topk > 0) {
-        const Sel s = select_kth(adjKey, V, p.topk, false, sel_floor(m), S);
+        const Sel s = select_kth(adjKey, V, p.topk, false, m, S);
         int nc = -1; // the heap path's candidates, when it applies
         if (s.count <= SCAND) {
           const int n = gather_sorted(adjKey, V, s.prefix, S);
