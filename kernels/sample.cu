@@ -30,13 +30,14 @@
 // (11/11/10 bits of an order-preserving key) until at most SCAND
 // candidates remain, which are sorted in shared memory.
 //
-// A row's block is alone on its SM, so a pass over the row is bound by
-// the latency of its loads, not by bandwidth: with one load per thread in
-// flight, Qwen3's 608 KB row took ~40 µs a pass (run 38: a top-k 20 draw
-// cost ~150 µs a token). The passes go through sweep, which issues SU
-// loads per thread before using any; each thread still visits its items
-// (tid, tid + NT, ...) in increasing order, so per-thread results (the
-// argmax's first index, the log-sum-exp's partial sums) are unchanged.
+// A row's block is alone on its SM. The passes go through sweep, which
+// issues SU loads per thread before using any; each thread still visits
+// its items (tid, tid + NT, ...) in increasing order, so per-thread results
+// (the argmax's first index, the log-sum-exp's partial sums) are those of
+// one load at a time. It did not make a top-k 20 draw (~100-150 µs more
+// than a greedy one on an H100) any faster (tests/device/NOTES.md, run
+// 39): the first radix level's match per warp and item is the suspect,
+// which the opt-in floors (sel_floor, HIST_ANY) mostly skip.
 //
 // Written for any blockDim.x that is a multiple of 32 up to 1024, and only
 // with the intrinsics kernels/emu emulates, so that the same source runs
@@ -245,14 +246,14 @@ __device__ __forceinline__ double block_scan_double(double v, SampleShared& S) {
 #define HIST_ATOMIC 0
 #endif
 #ifndef HIST_ANY
-#define HIST_ANY 1
+#define HIST_ANY 0
 #endif
 
 // hist[bin] += 1 for every lane with bin >= 0, one atomic per distinct bin
 // of the warp (logits crowd into few bins). All 32 lanes call it. A warp
-// with no bin skips the match (HIST_ANY), which costs far more than the
-// vote: after the first radix level, or below selFloor, most warps have
-// none. HIST_ATOMIC=1: one atomic per lane instead of the match.
+// with no bin skips the match (HIST_ANY=1), which should cost far more than
+// the vote: after the first radix level, or below sel_floor, most warps
+// have none. HIST_ATOMIC=1: one atomic per lane instead of the match.
 __device__ __forceinline__ void hist_inc(u32* hist, int bin) {
 #if HIST_ATOMIC
   if (bin >= 0) atomicAdd(&hist[bin], 1u);
@@ -286,7 +287,7 @@ __device__ void sort_cand(int n, SampleShared& S) {
 }
 
 #ifndef SEL_FLOOR
-#define SEL_FLOOR 2
+#define SEL_FLOOR 0
 #endif
 #ifndef SEL_DELTA
 #define SEL_DELTA 4.0f
@@ -300,7 +301,8 @@ __device__ void sort_cand(int n, SampleShared& S) {
 // at all. SEL_FLOOR=2: the bins of m - SEL_DELTA, then m - 4·SEL_DELTA
 // (logits, before the temperature: a language model's top 20 mostly lie
 // within a few units of its maximum, and a confident step's within a few
-// more); 1: 16 bins (four binades) below m's; 0: none.
+// more); 1: 16 bins (four binades) below m's; 0 (the default until measured
+// on a GPU, tests/device/NOTES.md run 39): none.
 __device__ __forceinline__ u32 sel_floor(float m, int step) {
 #if SEL_FLOOR == 2
   if (step < 2) return (order_key(m - (step == 0 ? SEL_DELTA : 4.0f * SEL_DELTA)) >> 21) << 21;

@@ -859,16 +859,23 @@ func benchSampling(b *Backend, m model.Model, res map[string]any, blocks []int32
 	greedy := sample.Params{Temperature: 0, RepetitionPenalty: 1}
 	run("decode_1lane_ctx512_devsample_greedy", greedy, true, 512, 64, nil)
 	run("decode_1lane_ctx512_devsample_2", qwen, true, 512, 64, nil)
-	// The same with kernels/sample.cu as it was before run 39
-	// (sampleVariants' "old"), against the default.
-	var old *kernel
-	if err := b.load("sample.cu", sampleVariants[1].defines, map[string]**kernel{"sample_rows": &old}); err == nil {
-		def := b.k.sample
-		b.k.sample = old
-		run("decode_1lane_ctx512_devsample_old", qwen, true, 512, 64, nil)
-		run("decode_1lane_ctx512_devsample_greedy_old", greedy, true, 512, 64, nil)
+	// The same with other builds of kernels/sample.cu (sampleVariants):
+	// one load per thread in flight (as before run 39), and the
+	// selections' floors (INFERNIX_CUDA_SAMPLE_FLOOR=1).
+	def := b.k.sample
+	for _, v := range sampleVariants {
+		if v.name != "su1" && v.name != "floor" {
+			continue
+		}
+		var k *kernel
+		if err := b.load("sample.cu", v.defines, map[string]**kernel{"sample_rows": &k}); err != nil {
+			continue
+		}
+		b.k.sample = k
+		run("decode_1lane_ctx512_devsample_"+v.name, qwen, true, 512, 64, nil)
+		run("decode_1lane_ctx512_devsample_greedy_"+v.name, greedy, true, 512, 64, nil)
 		b.k.sample = def
-		run("decode_1lane_ctx512_devsample_3", qwen, true, 512, 64, nil)
+		run("decode_1lane_ctx512_devsample_after_"+v.name, qwen, true, 512, 64, nil)
 	}
 	// Top-p alone (the whole vocabulary: engine/sample's scan path).
 	topp := sample.Params{Temperature: 0.7, TopP: 0.9, RepetitionPenalty: 1}

@@ -79,10 +79,23 @@ func (b *Backend) enableSampling() error {
 		b.devSample = true
 		return nil
 	}
-	if err := b.load("sample.cu", nil, map[string]**kernel{"sample_rows": &b.k.sample}); err != nil {
+	if err := b.load("sample.cu", sampleDefines(), map[string]**kernel{"sample_rows": &b.k.sample}); err != nil {
 		return err
 	}
 	b.devSample = true
+	return nil
+}
+
+// sampleFloorDefines build kernels/sample.cu with its selections' floors
+// (sel_floor) and warps without items skipping the histogram's match.
+var sampleFloorDefines = []string{"SEL_FLOOR=2", "HIST_ANY=1"}
+
+// sampleDefines: sampleFloorDefines with INFERNIX_CUDA_SAMPLE_FLOOR=1,
+// opt-in until measured on a GPU (tests/device/NOTES.md, run 39).
+func sampleDefines() []string {
+	if os.Getenv("INFERNIX_CUDA_SAMPLE_FLOOR") == "1" {
+		return sampleFloorDefines
+	}
 	return nil
 }
 

@@ -14,13 +14,13 @@ var sampleVariants = []struct {
 	defines []string
 }{
 	{"default", nil},
-	{"old", []string{"SU=1", "SEL_FLOOR=0", "HIST_ANY=0"}}, // the kernel before run 39
-	{"su1", []string{"SU=1"}},                              // one load per thread in flight
-	{"nofloor", []string{"SEL_FLOOR=0"}},                   // every item counted at the first level
-	{"floor_binades", []string{"SEL_FLOOR=1"}},             // counted from four binades below the maximum
-	{"delta8", []string{"SEL_DELTA=8.0f"}},                 // counted from 8 below the maximum
-	{"atomic", []string{"HIST_ATOMIC=1"}},                  // one shared atomic per item, no match
-	{"atomic_nofloor", []string{"HIST_ATOMIC=1", "SEL_FLOOR=0"}},
+	{"floor", sampleFloorDefines},                            // INFERNIX_CUDA_SAMPLE_FLOOR=1
+	{"su1", []string{"SU=1"}},                                // one load per thread in flight (before run 39)
+	{"any", []string{"HIST_ANY=1"}},                          // warps without items skip the match
+	{"floor_binades", []string{"SEL_FLOOR=1", "HIST_ANY=1"}}, // counted from four binades below the maximum
+	{"floor_delta8", []string{"SEL_FLOOR=2", "SEL_DELTA=8.0f", "HIST_ANY=1"}}, // from 8 below
+	{"atomic", []string{"HIST_ATOMIC=1"}},                                     // one shared atomic per item, no match
+	{"atomic_floor", []string{"HIST_ATOMIC=1", "SEL_FLOOR=2"}},
 }
 
 // BenchmarkSampleRows times one SampleRows call on a Qwen3-sized row

@@ -18,9 +18,13 @@ import (
 )
 
 // sampleEmu builds kernels/sample.cu against the CPU emulation in
-// testdata/emu with the host's C++ compiler, once per test binary; it
-// skips the test where there is none.
-func sampleEmu(t *testing.T) string {
+// testdata/emu with the host's C++ compiler, once per test binary (floor:
+// with INFERNIX_CUDA_SAMPLE_FLOOR's defines); it skips the test where
+// there is none.
+func sampleEmu(t *testing.T, floor bool) string {
+	if floor {
+		return emuBinary(t, "sample_floor", "testdata/emu/sample_floor_main.cpp", "testdata/emu/sample_main.cpp", "../../../kernels/sample.cu")
+	}
 	return emuBinary(t, "sample", "testdata/emu/sample_main.cpp", "../../../kernels/sample.cu")
 }
 
@@ -112,8 +116,8 @@ func emuBinary(t *testing.T, name, main string, deps ...string) string {
 
 // emuRunner serves rows with the emulated kernel, blocks of nt threads,
 // through the same encoding and decoding as SampleRows.
-func emuRunner(t *testing.T, nt int) rowRunner {
-	bin := sampleEmu(t)
+func emuRunner(t *testing.T, nt int, floor bool) rowRunner {
+	bin := sampleEmu(t, floor)
 	return func(rows [][]float32, req []backend.SampleRequest, out []backend.SampleResult) error {
 		var d sample.Draw
 		words := encodeSample(req, len(rows[0]), nil, &d)
@@ -143,26 +147,30 @@ func emuRunner(t *testing.T, nt int) rowRunner {
 // model and performance) TestSampleRows* check on a GPU.
 func TestSampleKernelEmulated(t *testing.T) {
 	needEmuLayout(t)
-	run := emuRunner(t, 64)
-	r := newRand(t)
-	t0 := time.Now()
-	t.Run("greedy", func(t *testing.T) { checkGreedy(t, run, 1500, r) })
-	t.Run("odd_vocab", func(t *testing.T) { checkGreedy(t, emuRunner(t, 96), 37, r) })
-	t.Run("distribution", func(t *testing.T) { checkDistribution(t, run, 2000, 8, 2, r) })
-	// More tokens than the kernel sorts at once (SCAND, 2,048): a selection
-	// that counted too few gathers a wrong set.
-	t.Run("distribution_wide", func(t *testing.T) { checkDistribution(t, run, 4099, 2, 1, r) })
-	t.Run("ties", func(t *testing.T) { checkTies(t, run, 2500, 4, r) })
-	t.Run("masked", func(t *testing.T) { checkMasked(t, run, 3000, 2, r) })
-	if os.Getenv("INFERNIX_EMU_LARGE") == "1" {
-		// Qwen3's vocabulary: minutes under the emulation.
-		const v = 151936
-		t.Run("large_greedy", func(t *testing.T) { checkGreedy(t, run, v, r) })
-		t.Run("large_distribution", func(t *testing.T) { checkDistribution(t, run, v, 2, 1, r) })
-		t.Run("large_ties", func(t *testing.T) { checkTies(t, run, v, 2, r) })
-		t.Run("large_masked", func(t *testing.T) { checkMasked(t, run, v, 8, r) })
+	for _, floor := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "floor"}[floor], func(t *testing.T) {
+			run := emuRunner(t, 64, floor)
+			r := newRand(t)
+			t0 := time.Now()
+			t.Run("greedy", func(t *testing.T) { checkGreedy(t, run, 1500, r) })
+			t.Run("odd_vocab", func(t *testing.T) { checkGreedy(t, emuRunner(t, 96, floor), 37, r) })
+			t.Run("distribution", func(t *testing.T) { checkDistribution(t, run, 2000, 8, 2, r) })
+			// More tokens than the kernel sorts at once (SCAND, 2,048): a
+			// selection that counted too few gathers a wrong set.
+			t.Run("distribution_wide", func(t *testing.T) { checkDistribution(t, run, 4099, 2, 1, r) })
+			t.Run("ties", func(t *testing.T) { checkTies(t, run, 2500, 4, r) })
+			t.Run("masked", func(t *testing.T) { checkMasked(t, run, 3000, 2, r) })
+			if os.Getenv("INFERNIX_EMU_LARGE") == "1" {
+				// Qwen3's vocabulary: minutes under the emulation.
+				const v = 151936
+				t.Run("large_greedy", func(t *testing.T) { checkGreedy(t, run, v, r) })
+				t.Run("large_distribution", func(t *testing.T) { checkDistribution(t, run, v, 2, 1, r) })
+				t.Run("large_ties", func(t *testing.T) { checkTies(t, run, v, 2, r) })
+				t.Run("large_masked", func(t *testing.T) { checkMasked(t, run, v, 8, r) })
+			}
+			t.Logf("emulated in %v", time.Since(t0).Round(time.Millisecond))
+		})
 	}
-	t.Logf("emulated in %v", time.Since(t0).Round(time.Millisecond))
 }
 
 func littleEndian() bool {

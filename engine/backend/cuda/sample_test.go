@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -71,6 +72,30 @@ func TestSampleRowsTies(t *testing.T) {
 	r := newRand(t)
 	for _, v := range []int{151936, 5000} {
 		checkTies(t, gpuRunner(t, b), v, 16, r)
+	}
+}
+
+// TestSampleRowsFloor: the checks above with kernels/sample.cu built with
+// its selections' floors (INFERNIX_CUDA_SAMPLE_FLOOR=1, opt-in until this
+// and its bench have run on a GPU: tests/device/NOTES.md, run 39).
+func TestSampleRowsFloor(t *testing.T) {
+	b := sampleGPU(t)
+	var k *kernel
+	if err := b.load("sample.cu", sampleFloorDefines, map[string]**kernel{"sample_rows": &k}); err != nil {
+		t.Fatal(err)
+	}
+	def := b.k.sample
+	b.k.sample = k
+	defer func() { b.k.sample = def }()
+	r := newRand(t)
+	run := gpuRunner(t, b)
+	for _, v := range []int{151936, 4099} {
+		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			t.Run("greedy", func(t *testing.T) { checkGreedy(t, run, v, r) })
+			t.Run("distribution", func(t *testing.T) { checkDistribution(t, run, v, 8, 4, r) })
+			t.Run("masked", func(t *testing.T) { checkMasked(t, run, v, 8, r) })
+			t.Run("ties", func(t *testing.T) { checkTies(t, run, v, 8, r) })
+		})
 	}
 }
 
