@@ -104,17 +104,17 @@ func TestKernelsCompile(t *testing.T) {
 			for _, v := range readPeakVariants {
 				jobs = append(jobs, job{m, v.defs})
 			}
-		case "sample.cu":
-			jobs = append(jobs, job{m, nil}, job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}})
-			// BenchmarkSampleRows' builds.
-			for _, v := range sampleVariants[1:] {
-				jobs = append(jobs, job{m, v.defines})
-			}
 		case "pchain.cu":
 			// The bench's variants (pchain_test.go).
 			for _, v := range pchainVariants {
 				jobs = append(jobs, job{m, v.defs})
 			}
+		case "sample.cu":
+			// BenchmarkSampleRows' builds, and the default's below.
+			for _, v := range sampleVariants[1:] {
+				jobs = append(jobs, job{m, v.defines})
+			}
+			fallthrough
 		default:
 			jobs = append(jobs, job{m, nil}, job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}})
 		}

@@ -25,9 +25,9 @@ var sampleVariants = []struct {
 
 // BenchmarkSampleRows times one SampleRows call on a Qwen3-sized row
 // (151,936 logits, N(0, 2)), from the request's encoding to its results
-// on the host, per kernel build (sampleVariants) and sampling parameters. "roundtrip" is the same
-// synchronisation with a 4-byte ReadRows instead of the kernel: what
-// every row of the table pays besides the kernel.
+// on the host, per kernel build (sampleVariants) and sampling parameters.
+// "roundtrip" is the same synchronisation with a 4-byte ReadRows instead
+// of the kernel: what every row of the table pays besides the kernel.
 //
 //	bash tests/device/run.sh run with CUDA_GROUPS=samplebench
 func BenchmarkSampleRows(bb *testing.B) {

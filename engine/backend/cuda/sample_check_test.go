@@ -191,9 +191,9 @@ func checkDistribution(t *testing.T, run rowRunner, v, rowsN, iters int, r *rand
 		t.Run(fmt.Sprint(ci), func(t *testing.T) {
 			logits := sampleLogits(r, v, ci%3 == 2)
 			if ci%4 == 3 {
-				// One token far above the rest: fewer than k tokens within
-				// four binades of the maximum, where the kernel's selections
-				// count from (sel_floor), so they count everything again.
+				// One token far above the rest: fewer than k tokens reach
+				// the floors the floor build's selections count from
+				// (sel_floor), so they count everything again.
 				logits[r.IntN(v)] = 400
 			}
 			top := sample.TopLogProbs(logits, 3, nil)
