@@ -29,7 +29,7 @@ rm -f "$work/demo/"*.tgz
 tar czf "$out/logs.tgz" -C "$work" .
 for f in first late; do [ -f "$work/$f.txt" ] && { echo "=== $f"; sed -n '/^| group/,$p' "$work/$f.txt"; grep -E -- '--- FAIL' "$work/$f.txt" | head -20; }; done
 # The timelines (gemvtime, attntime, steptime) and the processes' figures, where run.
-[ -f "$work/first/log.txt" ] && grep -E "^read peak |^moeserve |^== attntime|^attn timing|^gemv timing|^step timing|^product bench|recurrent bench" "$work/first/log.txt" | head -80
+[ -f "$work/first/log.txt" ] && grep -E "^Benchmark|^read peak |^moeserve |^== attntime|^attn timing|^gemv timing|^step timing|^product bench|recurrent bench" "$work/first/log.txt" | head -120
 for j in "$work"/first/defvar*/bench-*.json "$work"/first/envvar*/bench-*.json; do
   [ -f "$j" ] && echo "$(basename "$(dirname "$j")") [$(cat "$(dirname "$j")"/*.txt 2>/dev/null)] $(grep -oE '"decode_1lane_ctx(512|32k)_tok_s": *[0-9.]*' "$j" | tr '\n' ' ')"
 done
