@@ -36,8 +36,9 @@
 // (the argmax's first index, the log-sum-exp's partial sums) are those of
 // one load at a time. It did not make a top-k 20 draw (~100-150 µs more
 // than a greedy one on an H100) any faster (tests/device/NOTES.md, run
-// 39): the first radix level's match per warp and item is the suspect,
-// which the opt-in floors (sel_floor, HIST_ANY) mostly skip.
+// 39). What it cost was the first radix level's match per warp and item
+// over the whole row: the selections' floors (sel_floor, HIST_ANY), the
+// default since run 40, skip most of it (top-k 20 237 -> 146 µs a row).
 //
 // Written for any blockDim.x that is a multiple of 32 up to 1024, and only
 // with the intrinsics kernels/emu emulates, so that the same source runs
@@ -246,7 +247,7 @@ __device__ __forceinline__ double block_scan_double(double v, SampleShared& S) {
 #define HIST_ATOMIC 0
 #endif
 #ifndef HIST_ANY
-#define HIST_ANY 0
+#define HIST_ANY 1
 #endif
 
 // hist[bin] += 1 for every lane with bin >= 0, one atomic per distinct bin
@@ -287,7 +288,7 @@ __device__ void sort_cand(int n, SampleShared& S) {
 }
 
 #ifndef SEL_FLOOR
-#define SEL_FLOOR 0
+#define SEL_FLOOR 2
 #endif
 #ifndef SEL_DELTA
 #define SEL_DELTA 4.0f
@@ -301,8 +302,8 @@ __device__ void sort_cand(int n, SampleShared& S) {
 // at all. SEL_FLOOR=2: the bins of m - SEL_DELTA, then m - 4·SEL_DELTA
 // (logits, before the temperature: a language model's top 20 mostly lie
 // within a few units of its maximum, and a confident step's within a few
-// more); 1: 16 bins (four binades) below m's; 0 (the default until measured
-// on a GPU, tests/device/NOTES.md run 39): none.
+// more; the default, tests/device/NOTES.md run 40); 1: 16 bins (four
+// binades) below m's; 0 (before run 40, INFERNIX_CUDA_SAMPLE_FLOOR=0): none.
 __device__ __forceinline__ u32 sel_floor(float m, int step) {
 #if SEL_FLOOR == 2
   if (step < 2) return (order_key(m - (step == 0 ? SEL_DELTA : 4.0f * SEL_DELTA)) >> 21) << 21;

@@ -860,11 +860,11 @@ func benchSampling(b *Backend, m model.Model, res map[string]any, blocks []int32
 	run("decode_1lane_ctx512_devsample_greedy", greedy, true, 512, 64, nil)
 	run("decode_1lane_ctx512_devsample_2", qwen, true, 512, 64, nil)
 	// The same with other builds of kernels/sample.cu (sampleVariants):
-	// one load per thread in flight (as before run 39), and the
-	// selections' floors (INFERNIX_CUDA_SAMPLE_FLOOR=1).
+	// one load per thread in flight (as before run 39), and no
+	// selections' floors (INFERNIX_CUDA_SAMPLE_FLOOR=0, before run 40).
 	def := b.k.sample
 	for _, v := range sampleVariants {
-		if v.name != "su1" && v.name != "floor" {
+		if v.name != "su1" && v.name != "nofloor" {
 			continue
 		}
 		var k *kernel

@@ -86,8 +86,8 @@
 //	INFERNIX_CUDA_DECODE_ATTN=tc2 decode attention with the transposed products (attn_decode_tc2, G ≤ 8)
 //	INFERNIX_CUDA_DECODE_ATTN=simt decode attention without the tensor cores (attn_decode; the
 //	                              default is attn_decode_tc where the head dim allows)
-//	INFERNIX_CUDA_SAMPLE_FLOOR=1  the device sampler's selections count from a floor below the maximum
-//	                              (kernels/sample.cu's SEL_FLOOR=2, HIST_ANY=1; not yet measured on a GPU)
+//	INFERNIX_CUDA_SAMPLE_FLOOR=0  the device sampler's selections count the whole row (kernels/sample.cu's
+//	                              SEL_FLOOR=0, HIST_ANY=0; the default counts from a floor below the maximum)
 //	INFERNIX_CUDA_MOE_GROUPED=0   MoE prefill through the indexed kernels instead of per-expert GEMMs
 //	INFERNIX_CUDA_GEMVF="GF_U=4"  a variant of the fused decode products (gemvf_variant.go)
 //	INFERNIX_CUDA_PREFILL_ROWS=128 prefill attention tiles of 128 rows (8 warps) instead of 64

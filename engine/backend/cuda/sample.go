@@ -86,15 +86,17 @@ func (b *Backend) enableSampling() error {
 	return nil
 }
 
-// sampleFloorDefines build kernels/sample.cu with its selections' floors
-// (sel_floor) and warps without items skipping the histogram's match.
-var sampleFloorDefines = []string{"SEL_FLOOR=2", "HIST_ANY=1"}
+// sampleNoFloorDefines build kernels/sample.cu as before run 40: every
+// selection counts the whole row, and every warp takes the histogram's
+// match. The default build's floors (sel_floor, HIST_ANY) made a top-k 20
+// row 38% faster on an H100 (tests/device/NOTES.md, run 40).
+var sampleNoFloorDefines = []string{"SEL_FLOOR=0", "HIST_ANY=0"}
 
-// sampleDefines: sampleFloorDefines with INFERNIX_CUDA_SAMPLE_FLOOR=1,
-// opt-in until measured on a GPU (tests/device/NOTES.md, run 39).
+// sampleDefines: sampleNoFloorDefines with INFERNIX_CUDA_SAMPLE_FLOOR=0,
+// else the kernel's defaults.
 func sampleDefines() []string {
-	if os.Getenv("INFERNIX_CUDA_SAMPLE_FLOOR") == "1" {
-		return sampleFloorDefines
+	if os.Getenv("INFERNIX_CUDA_SAMPLE_FLOOR") == "0" {
+		return sampleNoFloorDefines
 	}
 	return nil
 }

@@ -13,14 +13,14 @@ var sampleVariants = []struct {
 	name    string
 	defines []string
 }{
-	{"default", nil},
-	{"floor", sampleFloorDefines},                            // INFERNIX_CUDA_SAMPLE_FLOOR=1
-	{"su1", []string{"SU=1"}},                                // one load per thread in flight (before run 39)
-	{"any", []string{"HIST_ANY=1"}},                          // warps without items skip the match
-	{"floor_binades", []string{"SEL_FLOOR=1", "HIST_ANY=1"}}, // counted from four binades below the maximum
-	{"floor_delta8", []string{"SEL_FLOOR=2", "SEL_DELTA=8.0f", "HIST_ANY=1"}}, // from 8 below
-	{"atomic", []string{"HIST_ATOMIC=1"}},                                     // one shared atomic per item, no match
-	{"atomic_floor", []string{"HIST_ATOMIC=1", "SEL_FLOOR=2"}},
+	{"default", nil},                                     // the floors: SEL_FLOOR=2, HIST_ANY=1 (run 40)
+	{"nofloor", sampleNoFloorDefines},                    // INFERNIX_CUDA_SAMPLE_FLOOR=0, the default before run 40
+	{"su1", []string{"SU=1"}},                            // one load per thread in flight (before run 39)
+	{"floor_only", []string{"HIST_ANY=0"}},               // floors, but every warp takes the match
+	{"floor_binades", []string{"SEL_FLOOR=1"}},           // counted from four binades below the maximum
+	{"floor_delta8", []string{"SEL_DELTA=8.0f"}},         // from 8 below
+	{"atomic", []string{"HIST_ATOMIC=1", "SEL_FLOOR=0"}}, // one shared atomic per item, no match, no floor
+	{"atomic_floor", []string{"HIST_ATOMIC=1"}},
 }
 
 // BenchmarkSampleRows times one SampleRows call on a Qwen3-sized row

@@ -192,7 +192,7 @@ func checkDistribution(t *testing.T, run rowRunner, v, rowsN, iters int, r *rand
 			logits := sampleLogits(r, v, ci%3 == 2)
 			if ci%4 == 3 {
 				// One token far above the rest: fewer than k tokens reach
-				// the floors the floor build's selections count from
+				// the floors the default build's selections count from
 				// (sel_floor), so they count everything again.
 				logits[r.IntN(v)] = 400
 			}

@@ -18,12 +18,12 @@ import (
 )
 
 // sampleEmu builds kernels/sample.cu against the CPU emulation in
-// testdata/emu with the host's C++ compiler, once per test binary (floor:
-// with INFERNIX_CUDA_SAMPLE_FLOOR's defines); it skips the test where
+// testdata/emu with the host's C++ compiler, once per test binary (nofloor:
+// with INFERNIX_CUDA_SAMPLE_FLOOR=0's defines); it skips the test where
 // there is none.
-func sampleEmu(t *testing.T, floor bool) string {
-	if floor {
-		return emuBinary(t, "sample_floor", "testdata/emu/sample_floor_main.cpp", "testdata/emu/sample_main.cpp", "../../../kernels/sample.cu")
+func sampleEmu(t *testing.T, nofloor bool) string {
+	if nofloor {
+		return emuBinary(t, "sample_nofloor", "testdata/emu/sample_nofloor_main.cpp", "testdata/emu/sample_main.cpp", "../../../kernels/sample.cu")
 	}
 	return emuBinary(t, "sample", "testdata/emu/sample_main.cpp", "../../../kernels/sample.cu")
 }
@@ -116,8 +116,8 @@ func emuBinary(t *testing.T, name, main string, deps ...string) string {
 
 // emuRunner serves rows with the emulated kernel, blocks of nt threads,
 // through the same encoding and decoding as SampleRows.
-func emuRunner(t *testing.T, nt int, floor bool) rowRunner {
-	bin := sampleEmu(t, floor)
+func emuRunner(t *testing.T, nt int, nofloor bool) rowRunner {
+	bin := sampleEmu(t, nofloor)
 	return func(rows [][]float32, req []backend.SampleRequest, out []backend.SampleResult) error {
 		var d sample.Draw
 		words := encodeSample(req, len(rows[0]), nil, &d)
@@ -147,13 +147,13 @@ func emuRunner(t *testing.T, nt int, floor bool) rowRunner {
 // model and performance) TestSampleRows* check on a GPU.
 func TestSampleKernelEmulated(t *testing.T) {
 	needEmuLayout(t)
-	for _, floor := range []bool{false, true} {
-		t.Run(map[bool]string{false: "default", true: "floor"}[floor], func(t *testing.T) {
-			run := emuRunner(t, 64, floor)
+	for _, nofloor := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "nofloor"}[nofloor], func(t *testing.T) {
+			run := emuRunner(t, 64, nofloor)
 			r := newRand(t)
 			t0 := time.Now()
 			t.Run("greedy", func(t *testing.T) { checkGreedy(t, run, 1500, r) })
-			t.Run("odd_vocab", func(t *testing.T) { checkGreedy(t, emuRunner(t, 96, floor), 37, r) })
+			t.Run("odd_vocab", func(t *testing.T) { checkGreedy(t, emuRunner(t, 96, nofloor), 37, r) })
 			t.Run("distribution", func(t *testing.T) { checkDistribution(t, run, 2000, 8, 2, r) })
 			// More tokens than the kernel sorts at once (SCAND, 2,048): a
 			// selection that counted too few gathers a wrong set.
