@@ -18,7 +18,7 @@ var files embed.FS
 var preludeNames = []string{"prelude.cuh", "flash.cuh", "route.cuh"}
 
 // Modules lists the compilable sources (each is one CUDA module).
-var Modules = []string{"elementwise.cu", "gemv.cu", "attention.cu", "prefill.cu", "sample.cu", "pchain.cu", "recurrent.cu", "moe.cu", "probe.cu"}
+var Modules = []string{"elementwise.cu", "gemv.cu", "attention.cu", "prefill.cu", "sample.cu", "pchain.cu", "recurrent.cu", "moe.cu", "probe.cu", "mlp.cu"}
 
 // Source returns the preludes and the named module as one translation
 // unit, with #line directives so that compiler messages name the right file.

@@ -62,16 +62,19 @@ type Backend struct {
 	slabs  weightSlabs // small weights packed into large allocations (slabs.go)
 	bytes  uint64      // device bytes allocated
 
-	meta     arena     // per-forward metadata, pinned host + device
-	out      pinned    // ReadRows staging
-	stageBuf [2]pinned // Upload staging
-	stageEv  [2]driver.Event
-	scratch  [numScratch]devBuf
-	ws       devBuf // cuBLASLt workspace
-	gemms    map[gemmKey]*driver.Gemm
-	ropes    map[*backend.Rope]*ropeTables
-	moes     map[*backend.MoE]*moeTables
-	f32w     map[driver.DevPtr]driver.DevPtr // f32 copies of small 16-bit weights (norm scales)
+	meta      arena     // per-forward metadata, pinned host + device
+	out       pinned    // ReadRows staging
+	stageBuf  [2]pinned // Upload staging
+	stageEv   [2]driver.Event
+	scratch   [numScratch]devBuf
+	ws        devBuf // cuBLASLt workspace
+	gemms     map[gemmKey]*driver.Gemm
+	ropes     map[*backend.Rope]*ropeTables
+	moes      map[*backend.MoE]*moeTables
+	f32w      map[driver.DevPtr]driver.DevPtr // f32 copies of small 16-bit weights (norm scales)
+	mlpT      map[driver.DevPtr]driver.DevPtr // down weights transposed for mlp_fused (mlp.go)
+	mlp       mlpConfig                       // the fused MLP (INFERNIX_CUDA_MLP=fused)
+	swigluOut driver.DevPtr                   // the last SwiGLU's output: a product reading it is a down projection (mlp.go)
 
 	pend          pending
 	fuse          bool          // operator fusion (fuse.go)
@@ -162,7 +165,7 @@ func New(opt Options) (*Backend, error) {
 	defer runtime.UnlockOSThread()
 	b := &Backend{logf: opt.Logf, verbose: os.Getenv("INFERNIX_CUDA_VERBOSE") != "", attn: map[attnKey]*attnKernels{},
 		allocs: map[driver.DevPtr]uint64{}, gemms: map[gemmKey]*driver.Gemm{}, ropes: map[*backend.Rope]*ropeTables{},
-		moes: map[*backend.MoE]*moeTables{}, f32w: map[driver.DevPtr]driver.DevPtr{}}
+		moes: map[*backend.MoE]*moeTables{}, f32w: map[driver.DevPtr]driver.DevPtr{}, mlpT: map[driver.DevPtr]driver.DevPtr{}}
 	if b.logf == nil {
 		b.logf = func(string, ...any) {}
 		if b.verbose {
@@ -255,6 +258,7 @@ func New(opt Options) (*Backend, error) {
 	b.gemvMax = envInt("INFERNIX_CUDA_GEMV_MAX", 8)
 	b.attnMode = os.Getenv("INFERNIX_CUDA_ATTN")
 	b.fuse, b.fz = fuseConfig()
+	b.mlpInit()
 	// Programmatic dependent launch needs Hopper's griddepcontrol and
 	// cuLaunchKernelEx (CUDA 11.8+; inside graphs 12.3+). On unless
 	// INFERNIX_CUDA_PDL=0. With kernels that let the next launch at entry

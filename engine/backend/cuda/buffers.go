@@ -55,6 +55,7 @@ const (
 	scrSample         // sample_rows' results
 	scrGemvW          // split-K GEMV counters (zero between launches) and partial sums
 	scrMoEX           // grouped MoE: the tokens' rows gathered by expert
+	scrMLP            // mlp_fused's sums and counter (zero between launches)
 	numScratch
 )
 

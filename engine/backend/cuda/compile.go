@@ -44,6 +44,7 @@ type kernelSet struct {
 	moePlan, moeGateUpG, moeDownG         *kernel // kernels/moe.cu: MoE decode of several tokens, grouped by expert
 	moeCombineG                           *kernel
 	skinny                                *kernel // gemm_skinny_n2: bf16 products of 9–16 rows (INFERNIX_CUDA_SKINNY)
+	mlpFused, transposeBF16               *kernel // kernels/mlp.cu, loaded where INFERNIX_CUDA_MLP=fused (mlp.go)
 	sample                                *kernel // nil unless sampling on the device is on (sample.go)
 	// kernels/recurrent.cu: the hybrid models' operators (recurrent.go).
 	conv, convState, rmsGated, mulSig, sliceCols *kernel

@@ -46,6 +46,7 @@ const (
 	pendAttn            // per-head RMSNorms and RoPEs of q and k, which Attention may take
 	pendSkinny          // bf16 products of 9–16 rows of the same activations, for one gemm_skinny launch (skinny.go)
 	pendMoE             // moe_down (moe_fused.go), which may take the residual add as its epilogue
+	pendMLP             // a held SwiGLU product (pendGemv) and the down product of its output, for mlp_fused (mlp.go)
 )
 
 // Epilogues of the fused product kernels (GF_* in kernels/gemv.cu).
@@ -125,6 +126,10 @@ type pending struct {
 	qn, kn       normOp
 	rq, rk       ropeOp
 	nNorm, nRope int
+	// pendMLP: the down product, and the residual add's other operand and
+	// result (sum), where one was taken.
+	down  gemvJob
+	resid driver.DevPtr
 	// pendMoE: the launch.
 	moe      moeDownOp
 	flushing bool
@@ -137,6 +142,10 @@ func (b *Backend) holdGemv(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 		return false
 	}
 	p := &b.pend
+	if p.kind == pendGemv && p.epi == epiSwiGLU && b.mlpTakes(p, out, x, w, T, I, O) {
+		p.kind, p.down = pendMLP, gemvJob{out, w, O}
+		return true
+	}
 	if p.kind == pendNorm {
 		// The held RMSNorm produced x: it becomes this product's prologue
 		// (the kernel reads nrm.x and writes x as well). Its input must not
@@ -177,6 +186,25 @@ func (b *Backend) holdAdd(out, a, c driver.DevPtr, n int) bool {
 	p := &b.pend
 	if b.takeMoEResid(out, a, c, n) {
 		return true
+	}
+	if p.kind == pendMLP && p.sum == 0 && n == p.I {
+		// out = resid + down's product: mlp_fused's last block writes the
+		// sum once every block has read x, so out and resid may be x.
+		var resid driver.DevPtr
+		switch {
+		case c == p.down.out && a != p.down.out:
+			resid = a
+		case a == p.down.out && c != p.down.out:
+			resid = c
+		}
+		ok := resid != 0
+		for _, d := range []driver.DevPtr{p.aux, p.jobs[0].out, p.jobs[1].out, p.nrm.out} {
+			ok = ok && resid != d && out != d
+		}
+		if ok && out != p.down.out {
+			p.resid, p.sum = resid, out
+			return true
+		}
 	}
 	if p.kind == pendGemv && b.fz.gemvf && b.fz.resid && p.n == 1 && p.epi == epiNone && p.T*p.jobs[0].O == n {
 		// out = resid + W·x: the kernel writes the product and the sum; the
@@ -348,6 +376,8 @@ func (b *Backend) flush() {
 		b.launchSkinny(&q)
 	case pendMoE:
 		b.launchMoEDown(&q.moe)
+	case pendMLP:
+		b.launchMLP(&q)
 	case pendGemv:
 		if b.fz.gemvf {
 			b.launchGemvf(&q)

@@ -24,6 +24,10 @@ type fuseMode struct {
 	// cluster: the folded decode attention's splits merge within
 	// clusters of up to this many blocks (INFERNIX_CUDA_ATTN_CLUSTER).
 	cluster int
+	// mlp: one-token MLPs through mlp_fused (INFERNIX_CUDA_MLP=fused) in
+	// grids of mlpBlocks blocks (0: one an SM).
+	mlp       bool
+	mlpBlocks int
 }
 
 func fuseModes(b *Backend) []fuseMode {
@@ -41,6 +45,8 @@ func fuseModes(b *Backend) []fuseMode {
 		{name: "wide2", fuse: true, fz: all, fused: true, wide: 2},
 		{name: "wide3-pdl", fuse: true, fz: all, pdl: b.pdlOK, fused: true, wide: 3},
 		{name: "wide4", fuse: true, fz: all, fused: true, wide: 4},
+		{name: "mlp-fused", fuse: true, fz: all, pdl: b.pdlOK, fused: true, mlp: true},
+		{name: "mlp-fused-7", fuse: true, fz: all, fused: true, mlp: true, mlpBlocks: 7},
 	}
 }
 
@@ -48,8 +54,9 @@ func fuseModes(b *Backend) []fuseMode {
 // valid: records differ) and returns what restores the previous setting.
 func (b *Backend) setFuse(m fuseMode) func() {
 	b.flush()
-	fuse, fz, pdl, wide, deferMerge, cluster := b.fuse, b.fz, b.pdl, b.gemvWide, b.attnDefer, b.attnCluster
+	fuse, fz, pdl, wide, deferMerge, cluster, mlp := b.fuse, b.fz, b.pdl, b.gemvWide, b.attnDefer, b.attnCluster, b.mlp
 	b.fuse, b.fz, b.pdl, b.gemvWide, b.attnCluster = m.fuse, m.fz, m.pdl && b.pdl, m.wide, 0
+	b.mlp.on, b.mlp.blocks = m.mlp && b.mlpLoad(), m.mlpBlocks
 	if m.inKernelMerge {
 		b.attnDefer = false
 	}
@@ -59,6 +66,7 @@ func (b *Backend) setFuse(m fuseMode) func() {
 	return func() {
 		b.flush()
 		b.fuse, b.fz, b.pdl, b.gemvWide, b.attnDefer, b.attnCluster = fuse, fz, pdl, wide, deferMerge, cluster
+		b.mlp.on, b.mlp.blocks = mlp.on, mlp.blocks
 	}
 }
 
@@ -67,7 +75,8 @@ func (b *Backend) setFuse(m fuseMode) func() {
 // SwiGLU; down + residual; next input norm → q) on both backends, in every
 // fusion mode, and compares every tensor, the intermediate ones (h, the
 // gate and up products) included. With every fusion on, the sequence must
-// take 5 launches (14 unfused).
+// take 5 launches (14 unfused), 4 where mlp_fused takes the MLP (one
+// token, H a multiple of 256).
 func TestFusedLayer(t *testing.T) {
 	b := gpu(t)
 	r := newRand(t)
@@ -118,11 +127,19 @@ func fusedLayerCase(t *testing.T, b *Backend, r *rand.Rand, T, H int, fused bool
 		be.MatMul(P(q), P(h), P(wq))
 	}
 	var outs [][]float32
+	b.mlpPrepare(tensor(wd.g)) // down's transposed copy, where mlp_fused is on
+	want, mr := 5, b.mlp.runs
+	if b.mlp.on && T == 1 && H%256 == 0 {
+		want = 4
+	}
 	l0 := b.launches
 	run(b, func(p pair) backend.Tensor { return p.g })
 	b.flush()
-	if n := b.launches - l0; fused && n != 5 {
-		t.Errorf("%d launches, want 5 with every fusion on", n)
+	if n := b.launches - l0; fused && n != want {
+		t.Errorf("%d launches, want %d with every fusion on", n, want)
+	}
+	if n := b.mlp.runs - mr; fused && n != 5-want {
+		t.Errorf("%d fused MLPs, want %d", n, 5-want)
 	}
 	run(cpuBe, func(p pair) backend.Tensor { return p.c })
 	for _, c := range []struct {

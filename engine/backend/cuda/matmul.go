@@ -42,6 +42,11 @@ func (b *Backend) matmulOpt(out, x driver.DevPtr, w *Tensor, T, I, O int, allowL
 		b.memset(out, 0, T*O)
 		return
 	}
+	if T > 1 && x == b.swigluOut && b.mlp.on {
+		// A prefill's down projection: its transposed copy for the decode
+		// steps' mlp_fused, made now rather than in the first step.
+		b.mlpPrepare(w)
+	}
 	if allowLt && T > b.gemvMax && b.lt != nil && I%8 == 0 && (w.dt == backend.BF16 || w.dt == backend.F32) {
 		if b.gemmLt(out, x, w, T, I, O) {
 			return

@@ -134,6 +134,7 @@ func (b *Backend) SwiGLU(out, gate, up backend.Tensor) {
 	if u.rows*u.cols != n || o.rows*o.cols != n {
 		panic("cuda: SwiGLU shape mismatch")
 	}
+	b.swigluOut = o.ptr
 	if b.err != nil || b.holdSwiGLU(o.ptr, g.ptr, u.ptr, n) {
 		return
 	}

@@ -191,5 +191,6 @@ func (b *Backend) Free(t backend.Tensor) {
 		delete(b.f32w, c.ptr)
 		b.free(p)
 	}
+	b.mlpFree(c.ptr)
 	b.free(c.ptr)
 }

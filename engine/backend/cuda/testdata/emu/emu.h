@@ -123,6 +123,13 @@ inline double atomicAdd(double* p, double v) {
   }
   return emu_from<double>(old);
 }
+inline float atomicAdd(float* p, float v) {
+  u32* q = (u32*)p;
+  u32 old = __atomic_load_n(q, __ATOMIC_SEQ_CST);
+  while (!__atomic_compare_exchange_n(q, &old, (u32)emu_bits(emu_from<float>(old) + v), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  return emu_from<float>(old);
+}
 inline int atomicMin(int* p, int v) {
   int old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
   while (v < old && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
