@@ -39,6 +39,11 @@
 #ifndef MLP_RED4
 #define MLP_RED4 1
 #endif
+// MLP_NORED=1: a diagnostic that times the kernel without its reductions
+// into acc: m and the sum come out zero and resid. Never for results.
+#ifndef MLP_NORED
+#define MLP_NORED 0
+#endif
 
 struct MlpP {
   const float* x;      // [I] the residual stream: the RMSNorm's input
@@ -194,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(MLP_MAXT, 1) mlp_fused(const MlpP p
       v.z += w.z;
       v.w += w.w;
     }
-    red_add4(p.acc + i, v);
+    if (!MLP_NORED) red_add4(p.acc + i, v);
   }
   __threadfence();
   __syncthreads();

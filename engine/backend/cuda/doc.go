@@ -116,6 +116,10 @@
 //	INFERNIX_CUDA_SKINNY=1        bf16 products of 9–16 rows through gemm_skinny (tensor cores) instead of
 //	                              cuBLASLt, q|k|v and gate|up one launch each (run 22, a launch a
 //	                              product: +2% at 16 lanes)
+//	INFERNIX_CUDA_MLP=fused       a one-token dense MLP (norm, gate|up, SwiGLU, down, residual) in one
+//	                              launch, kernels/mlp.cu, down read from a transposed copy made once per
+//	                              weight (mlp.go; opt-in, results vary by rounding with the blocks' order);
+//	                              INFERNIX_CUDA_MLP_BLOCKS, _WARPS, _DEFINES set its grid and tunables
 //	INFERNIX_CUDA_KV=bf16         KV cache in bf16 (default f16, saturated at ±65504; attention.go)
 //	INFERNIX_KERNEL_CACHE=DIR     compiled-kernel cache (default: user cache dir)
 //	INFERNIX_CUDA_VERBOSE=1       log compilation and kernel resources
