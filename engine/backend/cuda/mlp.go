@@ -21,7 +21,7 @@ import (
 // INFERNIX_CUDA_MLP_BLOCKS: the grid (default one block an SM);
 // INFERNIX_CUDA_MLP_WARPS: warps a block (default the most that are a
 // multiple of I/256 within MLP_MAXT); INFERNIX_CUDA_MLP_DEFINES: the
-// module's tunables ("MLP_U=8").
+// module's tunables, spaces or commas between ("MLP_U=6,MLP_MAXT=1024").
 
 // mlpConfig is the fused MLP's setting.
 type mlpConfig struct {
@@ -53,7 +53,7 @@ func (b *Backend) mlpLoad() bool {
 	if b.k.mlpFused != nil {
 		return true
 	}
-	defs := strings.Fields(os.Getenv("INFERNIX_CUDA_MLP_DEFINES"))
+	defs := strings.FieldsFunc(os.Getenv("INFERNIX_CUDA_MLP_DEFINES"), func(r rune) bool { return r == ' ' || r == ',' })
 	for _, d := range defs {
 		var n int
 		if _, err := fmt.Sscanf(d, "MLP_MAXT=%d", &n); err == nil && n > 0 {
