@@ -117,12 +117,7 @@ func fusedLayerCase(t *testing.T, b *Backend, r *rand.Rand, T, H int, fused bool
 		be.MatMul(P(v), P(h), P(wv))
 		be.MatMul(P(h), P(attn), P(wo))
 		be.Add(P(x), P(x), P(h))
-		be.RMSNorm(P(h), P(x), P(n2), 1e-5)
-		be.MatMul(P(g), P(h), P(wg))
-		be.MatMul(P(u), P(h), P(wu))
-		be.SwiGLU(P(g), P(g), P(u))
-		be.MatMul(P(mlp), P(g), P(wd))
-		be.Add(P(x), P(x), P(mlp))
+		mlpOps(be, P(h), P(x), P(n2), P(g), P(u), P(mlp), P(wg), P(wu), P(wd), 1e-5)
 		be.RMSNorm(P(h), P(x), P(n1), 1e-6)
 		be.MatMul(P(q), P(h), P(wq))
 	}

@@ -63,12 +63,7 @@ func mlpOpsCase(t *testing.T, b *Backend, r *rand.Rand, H, F int) {
 	}()
 	h, g, u, mlp := out(t, b, 1, H), out(t, b, 1, F), out(t, b, 1, F), out(t, b, 1, H)
 	run := func(be backend.Backend, P func(pair) backend.Tensor) {
-		be.RMSNorm(P(h), P(x), P(nw), 1e-6)
-		be.MatMul(P(g), P(h), P(wg))
-		be.MatMul(P(u), P(h), P(wu))
-		be.SwiGLU(P(g), P(g), P(u))
-		be.MatMul(P(mlp), P(g), P(wd))
-		be.Add(P(x), P(x), P(mlp))
+		mlpOps(be, P(h), P(x), P(nw), P(g), P(u), P(mlp), P(wg), P(wu), P(wd), 1e-6)
 	}
 	b.mlpPrepare(tensor(wd.g))
 	for launch := 0; launch < 2; launch++ {
@@ -86,4 +81,16 @@ func mlpOpsCase(t *testing.T, b *Backend, r *rand.Rand, H, F int) {
 			compare(t, fmt.Sprintf("launch %d %s", launch, c.name), read(t, b, c.p.g), cpuF32(c.p), 2e-5)
 		}
 	}
+}
+
+// mlpOps is a Qwen3 layer's MLP as the model calls it: h = RMSNorm(x),
+// the gate and up products of h, the SwiGLU into g, down of it, and the
+// residual add into x.
+func mlpOps(be backend.Backend, h, x, norm, g, u, mlp, wg, wu, wd backend.Tensor, eps float32) {
+	be.RMSNorm(h, x, norm, eps)
+	be.MatMul(g, h, wg)
+	be.MatMul(u, h, wu)
+	be.SwiGLU(g, g, u)
+	be.MatMul(mlp, g, wd)
+	be.Add(x, x, mlp)
 }
