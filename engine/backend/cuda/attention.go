@@ -218,7 +218,6 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			return
 		}
 	}
-	pair := func(lo, hi uint64) uint64 { return lo&0xffffffff | hi<<32 }
 	qn, kn, rope, prepped := b.takeAttnPrep(qq.ptr, kk.ptr, vv.ptr, T, heads, kvh, hd, m.pos)
 	foldK := ak.decodeTCPrep
 	if decodeK == ak.decodeTC2 {
@@ -242,9 +241,9 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		a[0], a[1], a[2], a[3], a[4], a[5] = ptr(kc), ptr(vc), ptr(qq.ptr), ptr(o.ptr), ptr(part), ptr(cnt)
 		a[6], a[7], a[8], a[9], a[10] = ptr(m.tokTab), ptr(m.pos), ptr(m.tabs), ptr(kk.ptr), ptr(vv.ptr)
 		a[11], a[12], a[13], a[14] = ptr(qn.w), ptr(kn.w), ptr(rope.tab.cos), ptr(rope.tab.sin)
-		a[15] = pair(i32(kvh), i32(zmax))
-		a[16] = pair(i32(chunk), i32(rope.half))
-		a[17] = pair(f32(scale), f32(qn.eps))
+		a[15] = argPair(i32(kvh), i32(zmax))
+		a[16] = argPair(i32(chunk), i32(rope.half))
+		a[17] = argPair(f32(scale), f32(qn.eps))
 		a[18] = f32(kn.eps)
 		a[19] = ptr(b.attnTimeline) // ATTN_TIMING's records, or 0
 		// The merge as a kernel of its own (attn_merge_splits: a warp per
@@ -278,9 +277,9 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 		a[0], a[1], a[2], a[3], a[4] = ptr(qq.ptr), ptr(kk.ptr), ptr(vv.ptr), ptr(qn.w), ptr(kn.w)
 		a[5], a[6], a[7], a[8], a[9] = ptr(rope.tab.cos), ptr(rope.tab.sin), ptr(m.pos), ptr(m.tokTab), ptr(m.tabs)
 		a[10], a[11] = ptr(kc), ptr(vc)
-		a[12] = pair(i32(T), i32(heads))
-		a[13] = pair(i32(kvh), i32(rope.half))
-		a[14] = pair(f32(qn.eps), f32(kn.eps))
+		a[12] = argPair(i32(T), i32(heads))
+		a[13] = argPair(i32(kvh), i32(rope.half))
+		a[14] = argPair(f32(qn.eps), f32(kn.eps))
 		const warps = 4 // PREP_WARPS
 		b.launch(ak.prep, blocks(T*(heads+2*kvh), warps), 1, 1, 32*warps, 1, 0, a[:]...)
 	} else {

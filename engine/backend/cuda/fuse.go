@@ -142,7 +142,7 @@ func (b *Backend) holdGemv(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 		return false
 	}
 	p := &b.pend
-	if p.kind == pendGemv && p.epi == epiSwiGLU && b.mlpTakes(p, out, x, w, T, I, O) {
+	if b.mlpTakes(p, out, x, w, T, I, O) {
 		p.kind, p.down = pendMLP, gemvJob{out, w, O}
 		return true
 	}
@@ -435,11 +435,10 @@ func (b *Backend) launchGemvf(q *pending) {
 	}
 	a[6] = ptr(xin)
 	a[9], a[10] = ptr(q.aux), ptr(q.sum)
-	pair := func(lo, hi uint64) uint64 { return lo&0xffffffff | hi<<32 }
-	a[11] = pair(i32(O[0]), i32(O[1]))
-	a[12] = pair(i32(O[2]), i32(nb[0]))
-	a[13] = pair(i32(nb[1]), i32(q.T))
-	a[14] = pair(i32(q.I), f32(eps))
+	a[11] = argPair(i32(O[0]), i32(O[1]))
+	a[12] = argPair(i32(O[2]), i32(nb[0]))
+	a[13] = argPair(i32(nb[1]), i32(q.T))
+	a[14] = argPair(i32(q.I), f32(eps))
 	if q.epi == epiSwiGLU {
 		total = nb[0] // both rows of an output in one warp
 	}
@@ -457,7 +456,7 @@ func (b *Backend) launchGemvf(q *pending) {
 			}
 			var aw [17]uint64
 			copy(aw[:], a[:])
-			aw[15], aw[16] = ptr(p), pair(i32(S), 0)
+			aw[15], aw[16] = ptr(p), argPair(i32(S), 0)
 			b.launch(kw, uint32(total*S), 1, 1, 256, 1, 0, aw[:]...)
 			return
 		}
@@ -479,7 +478,7 @@ func (b *Backend) launchGemvf(q *pending) {
 	if b.gemvf.timing {
 		at[15] = ptr(b.gemvfTimeline)
 	}
-	at[16] = pair(0, i32(nvb))
+	at[16] = argPair(0, i32(nvb))
 	b.launch(k, uint32(grid), 1, 1, 256, 1, uint32(b.gemvf.smem), at[:]...)
 }
 

@@ -60,13 +60,11 @@ func (b *Backend) mlpLoad() bool {
 			b.mlp.maxThreads = n
 		}
 	}
-	names := func() map[string]**kernel {
-		return map[string]**kernel{"mlp_fused": &b.k.mlpFused, "transpose_bf16": &b.k.transposeBF16}
-	}
-	err := b.load("mlp.cu", defs, names())
+	names := map[string]**kernel{"mlp_fused": &b.k.mlpFused, "transpose_bf16": &b.k.transposeBF16}
+	err := b.load("mlp.cu", defs, names)
 	if err != nil && b.err == nil {
 		// Vector reductions are PTX 8.1: with an older toolkit, scalar ones.
-		if err2 := b.load("mlp.cu", append(defs, "MLP_RED4=0"), names()); err2 == nil {
+		if err2 := b.load("mlp.cu", append(defs, "MLP_RED4=0"), names); err2 == nil {
 			b.logf("cuda: kernels/mlp.cu with vector reductions: %v; built with scalar ones", err)
 			err = nil
 		}
@@ -194,15 +192,14 @@ func (b *Backend) launchMLP(q *pending) {
 		b.mlp.smemSet = smem
 	}
 	s := b.scratch[scrMLP].p
-	pair := func(lo, hi uint64) uint64 { return lo&0xffffffff | hi<<32 }
 	var a [16]uint64
 	a[0], a[1], a[2] = ptr(q.nrm.x), ptr(q.nrm.w), ptr(q.nrm.out)
 	a[3], a[4], a[5] = ptr(q.jobs[0].w.ptr), ptr(q.jobs[1].w.ptr), ptr(wdt)
 	a[6], a[7], a[8], a[9] = ptr(q.jobs[0].out), ptr(q.jobs[1].out), ptr(q.aux), ptr(q.down.out)
 	a[10], a[11] = ptr(q.resid), ptr(q.sum)
 	a[12], a[13] = ptr(s), ptr(s+driver.DevPtr(4*I))
-	a[14] = pair(i32(I), i32(F))
-	a[15] = pair(f32(q.nrm.eps), 0)
+	a[14] = argPair(i32(I), i32(F))
+	a[15] = argPair(f32(q.nrm.eps), 0)
 	b.mlp.runs++
 	b.launch(b.k.mlpFused, uint32(G), 1, 1, uint32(32*NW), 1, uint32(smem), a[:]...)
 }

@@ -12,6 +12,11 @@ import (
 
 func i32(v int) uint64     { return uint64(uint32(int32(v))) }
 func f32(v float32) uint64 { return uint64(math.Float32bits(v)) }
+
+// argPair packs two 32-bit kernel arguments (i32, f32) into one 64-bit slot of
+// a struct parameter, lo first.
+func argPair(lo, hi uint64) uint64 { return lo&0xffffffff | hi<<32 }
+
 func ptr(p driver.DevPtr) uint64 {
 	return uint64(p)
 }
