@@ -208,9 +208,7 @@ template <int KT> inline void mma16816(float* d, u32 a0, u32 a1, u32 a2, u32 a3,
 template <class F> void emu_launch3(unsigned gx, unsigned gy, unsigned gz, unsigned nt, unsigned seed, F kernel) {
   blockDim.x = nt, blockDim.y = blockDim.z = 1;
   gridDim.x = gx, gridDim.y = gy, gridDim.z = gz;
-  emu_blk.bar = std::make_unique<std::barrier<>>(nt);
-  emu_blk.warps.clear();
-  for (unsigned w = 0; w < nt / 32; w++) emu_blk.warps.push_back(std::make_unique<emu_warp>());
+  emu_block_setup(nt);
   const unsigned n = gx * gy * gz;
   std::vector<unsigned> order(n);
   for (unsigned i = 0; i < n; i++) order[i] = i;
@@ -222,16 +220,10 @@ template <class F> void emu_launch3(unsigned gx, unsigned gy, unsigned gz, unsig
     }
   }
   for (unsigned b : order) {
-    std::vector<std::thread> ts;
-    for (unsigned t = 0; t < nt; t++)
-      ts.emplace_back([=] {
-        threadIdx.x = t;
-        blockIdx.x = b % gx;
-        blockIdx.y = (b / gx) % gy;
-        blockIdx.z = b / (gx * gy);
-        kernel();
-      });
-    for (auto& t : ts) t.join();
+    blockIdx.x = b % gx;
+    blockIdx.y = (b / gx) % gy;
+    blockIdx.z = b / (gx * gy);
+    emu_run_block(nt, emu_call<F>, &kernel);
   }
 }
 
