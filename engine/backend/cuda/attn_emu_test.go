@@ -33,6 +33,7 @@ const tcTolBF16, tcTolF16 = 4e-3, 6e-4
 // error is well under the bf16 one's (3 more mantissa bits: ~8× less).
 // The GPU's own timing and memory model are TestAttention's to check.
 func TestAttnDecodeEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	bin := emuBinary(t, "attn", "testdata/emu/attn_main.cpp", "../../../kernels/attention.cu")
 	// Two tile stages instead of three (INFERNIX_CUDA_ATTN_STAGES=2): the
@@ -237,6 +238,7 @@ func TestKVDTypeFromEnv(t *testing.T) {
 // so this checks the emulation's ldmatrix and mma.sync, which
 // attn_decode_tc's emulated test relies on, as much as the kernel.
 func TestAttnPrefillEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	for _, rows := range []int{64, 128} {
 		t.Run(fmt.Sprintf("rows%d", rows), func(t *testing.T) {
@@ -401,6 +403,7 @@ func randomQKV(r *rand.Rand, nq, nkv int) (q, k, v []float32) {
 // float64 merge of the same partials, and a token of one split is left
 // to the attention (not written).
 func TestAttnMergeEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	bin := emuBinary(t, "attnmerge", "testdata/emu/attn_merge_main.cpp", "../../../kernels/attention.cu")
 	spec := emuBinary(t, "attnmergespec", "testdata/emu/attn_merge_spec_main.cpp", "testdata/emu/attn_merge_main.cpp",

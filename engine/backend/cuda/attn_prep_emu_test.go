@@ -33,6 +33,7 @@ import (
 //   - the attention's output matches a float64 reference over the cache's
 //     own elements and the prepared q.
 func TestAttnPrepFoldEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	bin := emuBinary(t, "attnprep", "testdata/emu/attn_prep_main.cpp", "../../../kernels/attention.cu")
 	// The same with the opt-in merge and fold paths (DM_ASYNC, ATTN_NEWROW),

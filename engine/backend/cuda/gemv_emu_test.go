@@ -20,6 +20,7 @@ import (
 // must be left at zero for the next launch. The GPU's own memory model and
 // speed are TestFused*'s and the bench's to check.
 func TestGemvWideEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	bin := emuBinary(t, "gemv", "testdata/emu/gemv_main.cpp", "../../../kernels/gemv.cu")
 	// Variants that add in the default's order must match its bytes; GF_KS

@@ -16,6 +16,7 @@ import (
 // normalised x. Every output must be written, and each of two launches in
 // a row must leave the reduction's scratch and counter at zero.
 func TestMLPFusedEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	bin := emuBinary(t, "mlp", "testdata/emu/mlp_main.cpp", "../../../kernels/mlp.cu")
 	r := newRand(t)

@@ -15,6 +15,7 @@ import (
 // agree bit for bit (same fmaf sequence), match a float64 reference, write
 // every output and read no padding row (those hold NaN).
 func TestMoECombineRowsEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	bin := emuBinary(t, "moe", "testdata/emu/moe_main.cpp", "../../../kernels/gemv.cu")
 	r := newRand(t)

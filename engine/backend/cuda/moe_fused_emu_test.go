@@ -21,6 +21,7 @@ import (
 // logits, several tokens, top-k with and without renormalisation, and more
 // experts than a block has threads.
 func TestMoEFusedEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	bin := emuBinary(t, "moe-fused", "testdata/emu/moe_fused_main.cpp", "../../../kernels/moe.cu", "../../../kernels/gemv.cu")
 	r := newRand(t)

@@ -70,6 +70,7 @@ func pchainError(part []float32, s pcShape, ref []float64) (worst float64, unwri
 // what is added. The bulk-copy form (PC_TMA=1) is checked the same way on
 // shapes whose inputs are whole stages.
 func TestPchainEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	bin := emuBinary(t, "pchain", "testdata/emu/pchain_main.cpp", "../../../kernels/pchain.cu")
 	nocross := emuBinary(t, "pchain-nocross", "testdata/emu/pchain_nocross_main.cpp", "testdata/emu/pchain_main.cpp", "../../../kernels/pchain.cu")

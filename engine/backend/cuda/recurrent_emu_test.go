@@ -128,6 +128,7 @@ func (o *recOutputs) compare(t *testing.T, got *recOutputs, rel float64) {
 // 8 threads, blocks with rows past VD), and the gated norm, sigmoid gate
 // and column slice.
 func TestRecurrentEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	bin := emuBinary(t, "recurrent", "testdata/emu/recurrent_main.cpp", "../../../kernels/recurrent.cu")
 	r := newRand(t)

@@ -61,7 +61,9 @@ func needEmuLayout(t *testing.T) {
 
 // emuBinary builds testdata/emu's main (including the kernel sources
 // deps) with the host's C++ compiler, once per test binary and name; it
-// skips the test where there is no compiler.
+// skips the test where there is no compiler. The emulated tests run in
+// parallel (each runs its own processes), so that on a cold cache their
+// builds overlap.
 func emuBinary(t *testing.T, name, main string, deps ...string) string {
 	t.Helper()
 	if testing.Short() {
@@ -148,6 +150,7 @@ func emuRunner(t *testing.T, nt int, nofloor bool) rowRunner {
 // engine/sample. What it cannot show (the GPU's own arithmetic, memory
 // model and performance) TestSampleRows* check on a GPU.
 func TestSampleKernelEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	for _, nofloor := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "nofloor"}[nofloor], func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 // each of up to three products must get its own blocks, every output of
 // the T rows must be written and none past them.
 func TestGemmSkinnyEmulated(t *testing.T) {
+	t.Parallel()
 	needEmuLayout(t)
 	bin := emuBinary(t, "skinny", "testdata/emu/skinny_main.cpp", "../../../kernels/gemv.cu")
 	r := newRand(t)
