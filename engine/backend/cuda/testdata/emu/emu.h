@@ -8,7 +8,7 @@
 // require with full masks), atomics GCC builtins. Why fibers: with a
 // block's threads as OS threads every shuffle was two futex barriers of 32
 // threads, and the emulated tests spent most of their time in the kernel's
-// scheduler (9 of 11 CPU minutes); a barrier that every thread waits at
+// scheduler (9.4 of 12 CPU minutes); a barrier that every thread waits at
 // with none left to run aborts with a message instead of hanging.
 // Compiled with -ffp-contract=off so that float arithmetic rounds per
 // operation, as the kernels' __f*_rn intrinsics do.
