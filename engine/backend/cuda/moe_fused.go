@@ -138,10 +138,9 @@ func (b *Backend) moeFusedRun(o, xx *Tensor, m *backend.MoE, tb *moeTables, rout
 		a[5], a[6], a[7], a[8] = ptr(sg.ptr), ptr(su.ptr), ptr(sd.ptr), ptr(sgw)
 	}
 	a[9], a[10], a[11], a[12], a[13], a[14] = ptr(act), ptr(topIdx), ptr(topW), ptr(dsel), ptr(z), ptr(o.ptr)
-	pair := func(lo, hi int) uint64 { return i32(lo) | i32(hi)<<32 }
 	a[17], a[18] = ptr(plan), ptr(y)
-	a[19], a[20], a[21] = pair(T, E), pair(K, H), pair(inter, sinter)
-	a[22], a[23], a[24] = pair(ldA, norm), pair(nbR, nbS), pair(0, 0)
+	a[19], a[20], a[21] = argPair(i32(T), i32(E)), argPair(i32(K), i32(H)), argPair(i32(inter), i32(sinter))
+	a[22], a[23], a[24] = argPair(i32(ldA), i32(norm)), argPair(i32(nbR), i32(nbS)), 0
 	var op moeDownOp
 	if grouped {
 		// Looped grids of at most what fits the GPU at once; their blocks

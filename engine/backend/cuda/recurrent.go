@@ -184,9 +184,8 @@ func (b *Backend) GatedDeltaRule(out, qkv, a, bt, aLog, dtBias, state backend.Te
 	}
 	rpb := gdnRowsPerBlock(s.KDim, nt)
 	rb := (s.VDim + rpb - 1) / rpb
-	pair := func(lo, hi int) uint64 { return uint64(uint32(lo)) | uint64(uint32(hi))<<32 }
 	b.launch(k, uint32(nr*s.VHeads*rb), 1, 1, uint32(nt), 1, 0, ptr(o.ptr), ptr(x.ptr), ptr(aa.ptr), ptr(bb.ptr), ptr(alp), ptr(dtp),
-		ptr(st.ptr), ptr(runs), pair(nr, s.KHeads), pair(s.VHeads, s.VDim))
+		ptr(st.ptr), ptr(runs), argPair(i32(nr), i32(s.KHeads)), argPair(i32(s.VHeads), i32(s.VDim)))
 }
 
 func (b *Backend) RMSNormGated(out, x, z, w backend.Tensor, eps float32) {

@@ -51,9 +51,8 @@ func (b *Backend) launchSkinny(q *pending) {
 		}
 	}
 	o := func(i int) int { return q.jobs[min(i, q.n-1)].O }
-	pair := func(lo, hi int) uint64 { return uint64(uint32(lo)) | uint64(uint32(hi))<<32 }
 	a[6] = ptr(src)
-	a[7], a[8], a[9], a[10] = pair(o(0), o(1)), pair(o(2), nb[0]), pair(nb[1], q.T), uint64(uint32(q.I))
+	a[7], a[8], a[9], a[10] = argPair(i32(o(0)), i32(o(1))), argPair(i32(o(2)), i32(nb[0])), argPair(i32(nb[1]), i32(q.T)), i32(q.I)
 	b.launch(b.k.skinny, uint32(total), 1, 1, 256, 1, 0, a[:]...)
 	b.skinnyRuns++
 	// The rounded x stays reusable unless an output overlaps it.
