@@ -1743,6 +1743,179 @@ extern "C" __global__ void __launch_bounds__(MW_NT) attn_merge_wide(float* __res
   }
 }
 
+// attn_oproj (INFERNIX_CUDA_OPROJ=fold, engine/backend/cuda/oproj.go): the
+// merge of one decode token's attention splits folded into the output
+// projection that reads it, out = W·o (+ resid), W [O, heads·HD] bf16.
+// Why: at short contexts the decode attention, attn_merge_splits and o_proj
+// are three launches whose boundaries and dependent round trips cost
+// more than the merge's work (run 29, 640 positions, µs a layer: merge
+// 3.3, o_proj 10.3 for 7.35 of bytes). Block (r, h) owns output rows
+// [r·OP_ROWS, r·OP_ROWS + OP_ROWS) and query head h: it requests its first
+// OP_U rows' weights before its PDL wait (weights never depend on the
+// attention), merges head h's splits as attn_merge_splits does (the same
+// operations in the same order: the same bits; block r = 0 writes them to
+// o), takes the dot products of its rows' HD columns with the merged head,
+// and stores them to scr[h][row]. The last of a row group's heads blocks
+// to count itself adds the heads' shares in head order (so the result does
+// not depend on timing) and writes out and resid + out. A warp owns 32
+// rows; DG lanes read a row's HD columns (16 bytes each), so a load
+// instruction covers 32/DG rows and a lane makes DG loads, one per row
+// band; the DG partial dots of a row meet by a reduce-scatter across
+// those lanes (log₂ DG shuffle rounds of halving width), which leaves one
+// row's sum in each lane. Tokens whose context is one split were written
+// to o by the attention: the block reads them there. zmax ≤ OP_MAXZ.
+#define OP_ROWS 128  // output rows a block: 4 warps of 32
+#define OP_MAXZ 64
+#ifndef OP_U
+#define OP_U 4  // 16-byte weight loads in flight a lane (of DG)
+#endif
+#define OP_ZB 16  // splits' sums a thread requests at once
+// OP_MINB: blocks an SM holds at once (registers ≤ 64K / (128·OP_MINB)):
+// 8 lets Qwen3-8B's 1,024 blocks (32 row groups × 32 heads) run in one
+// wave on 132 SMs.
+#ifndef OP_MINB
+#define OP_MINB 8
+#endif
+struct OProjP {
+  const u16* w;        // [O, heads·HD]
+  const float* part;   // the attention's partials, [heads][zmax][PART_LD] (one token)
+  const int* pos;      // [1] the token's position
+  float* o;            // [heads·HD] the attention's output
+  float* out;          // [O] W·o
+  const float* resid;  // [O] or null; may alias sum
+  float* sum;          // [O] resid + out
+  float* scr;          // [heads][O] each head's share
+  int* cnt;            // [O / OP_ROWS] zero on entry, left zero
+  int heads, zmax;
+  int chunk, O;
+};
+extern "C" __global__ void __launch_bounds__(NT, OP_MINB) attn_oproj(const OProjP p) {
+  STEP_TIMER();
+  constexpr int RPI = 32 / DG;  // rows a load instruction covers
+  __shared__ float wz[OP_MAXZ];
+  __shared__ __align__(16) float ah[HD];
+  __shared__ float lsum;
+  __shared__ int last;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int rg = blockIdx.x, h = blockIdx.y, heads = p.heads, O = p.O, zmax = p.zmax;
+  const long I = (long)heads * HD;
+  const int c8 = (lane % DG) * 8, band = lane / DG;
+  const int row0 = rg * OP_ROWS + warp * 32 + band;  // the lane's row of load i: row0 + i·RPI
+  const u16* wp = p.w + (long)row0 * I + (long)h * HD + c8;
+  uint4 wv[OP_U];
+#pragma unroll
+  for (int u = 0; u < OP_U; u++)
+    if (u < DG) wv[u] = ld_stream(wp + (long)u * RPI * I);
+  PDL_ENTRY();
+  // The merge of head h (attn_merge_splits with MS_SPEC: every slot's
+  // partial requested before the position that says how many are used).
+  const float* pp = p.part + (long)h * zmax * PART_LD;
+  const float* pd = pp + min(tid, HD - 1);
+  float pv[OP_ZB];
+#pragma unroll
+  for (int i = 0; i < OP_ZB; i++) pv[i] = i < zmax ? __ldcg(pd + (long)i * PART_LD) : 0.f;
+  float mz[2], lz[2];
+  if (warp == 0) {
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      const int zz = lane + 32 * j;
+      mz[j] = zz < zmax ? __ldcg(pp + (long)zz * PART_LD + HD) : NEG_INF;
+      lz[j] = zz < zmax ? __ldcg(pp + (long)zz * PART_LD + HD + 1) : 0.f;
+    }
+  }
+  const float o1 = tid < HD ? __ldcg(p.o + (long)h * HD + tid) : 0.f;  // where one split wrote o
+  const int nz = (META(p.pos) + p.chunk) / p.chunk;
+  if (nz > 1 && warp == 0) {
+    float m = NEG_INF;
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      const int zz = lane + 32 * j;
+      mz[j] = zz < nz ? mz[j] : NEG_INF;
+      lz[j] = zz < nz ? lz[j] : 0.f;
+      m = fmaxf(m, mz[j]);
+    }
+    m = warp_max(m);
+    float l = 0.f;
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      const int zz = lane + 32 * j;
+      if (zz < nz) {
+        const float w = expf(mz[j] - m);
+        wz[zz] = w;
+        l += lz[j] * w;
+      }
+    }
+    l = warp_sum(l);
+    if (lane == 0) lsum = l;
+  }
+  __syncthreads();
+  if (tid < HD) {
+    float v = o1;
+    if (nz > 1) {
+      float a = 0.f;
+#pragma unroll
+      for (int i = 0; i < OP_ZB; i++) {
+        if (i < nz) a = fmaf(pv[i], wz[i], a);
+      }
+      for (int z0 = OP_ZB; z0 < nz; z0 += OP_ZB) {
+#pragma unroll
+        for (int i = 0; i < OP_ZB; i++) pv[i] = z0 + i < nz ? __ldcg(pd + (long)(z0 + i) * PART_LD) : 0.f;
+#pragma unroll
+        for (int i = 0; i < OP_ZB; i++) {
+          if (z0 + i < nz) a = fmaf(pv[i], wz[z0 + i], a);
+        }
+      }
+      v = a / lsum;
+      if (rg == 0) p.o[(long)h * HD + tid] = v;
+    }
+    ah[tid] = v;
+  }
+  __syncthreads();
+  float xa[8];
+  {
+    const float4 a = *(const float4*)(ah + c8), b = *(const float4*)(ah + c8 + 4);
+    xa[0] = a.x, xa[1] = a.y, xa[2] = a.z, xa[3] = a.w, xa[4] = b.x, xa[5] = b.y, xa[6] = b.z, xa[7] = b.w;
+  }
+  float d[DG];
+#pragma unroll
+  for (int i = 0; i < DG; i++) {
+    float wf[8];
+    unpack_bf16x8(wv[i % OP_U], wf);
+    if (i + OP_U < DG) wv[i % OP_U] = ld_stream(wp + (long)(i + OP_U) * RPI * I);
+    float s = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; e++) s = fmaf(xa[e], wf[e], s);
+    d[i] = s;
+  }
+  // Reduce-scatter over the DG lanes of a band: after the round of width
+  // m, lane bit m says which half of the remaining 2m sums the lane keeps.
+#pragma unroll
+  for (int m = DG / 2; m >= 1; m >>= 1) {
+    const bool hi = (lane & m) != 0;
+#pragma unroll
+    for (int j = 0; j < m; j++) {
+      const float keep = hi ? d[j + m] : d[j], send = hi ? d[j] : d[j + m];
+      d[j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+    }
+  }
+  // Lane l % DG now holds row band + (l % DG)·RPI of the warp's 32.
+  p.scr[(long)h * O + row0 + (lane % DG) * RPI] = d[0];
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) last = atomicAdd(p.cnt + rg, 1) == heads - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int r = tid; r < OP_ROWS; r += NT) {
+    const int row = rg * OP_ROWS + r;
+    float s = 0.f;
+    for (int hh = 0; hh < heads; hh++) s += __ldcg(p.scr + (long)hh * O + row);
+    p.out[row] = s;
+    if (p.resid != 0) p.sum[row] = p.resid[row] + s;
+  }
+  if (tid == 0) p.cnt[rg] = 0;
+}
+
 #if G <= 8
 extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc2(ATTN_DECODE_ARGS) {
   attn_decode_tc_impl<KVDT, false, true>(kc, vc, q, out, part, cnt, tokTab, pos, tabs, kvh, scale, zmax, chunk);

@@ -12,7 +12,7 @@
 # `run` runs each group of tests in its own process (an illegal address
 # poisons a CUDA context for good), then the benchmark, prints a table last
 # and writes log.txt, device.txt and bench-*.json under $OUT (or $1 when given).
-# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 graphs samplebench bench walkprof pchain readpeak gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine mlp) picks groups;
+# CUDA_GROUPS (space-separated: driver ops attention model hybrid hybridbench recheck fixvar fixvar2 fixnew fixbf16 graphs samplebench bench walkprof pchain readpeak gemvtime attntime steptime defvars envvars moeops moedecode moeserve moevars moesteps hybridab moebench moe hf hf32 load cli ttft ttftold e2e engine mlp oproj) picks groups;
 # hf first generates random real-shape checkpoints and transformers references
 # (tests/device/hf_compare.py), then compares (TestHFReference).
 set -u
@@ -85,6 +85,10 @@ group model 240 "$T" -test.v -test.run 'TestModelRandom|TestModelFuseModes|TestM
 # mlp (not in the default groups): the one-launch MLP (INFERNIX_CUDA_MLP=fused,
 # kernels/mlp.cu) against the CPU: a layer's operators, a model, Qwen3-8B's shape.
 group mlp 150 "$T" -test.v -test.run 'TestModelMLPFused|TestFusedLayer'
+# oproj (not in the default groups): the split merge folded into the
+# o-projection (INFERNIX_CUDA_OPROJ=fold, attn_oproj in kernels/attention.cu)
+# against the CPU: a layer's attention half, a model, and the fusion modes.
+group oproj 150 "$T" -test.v -test.run 'TestAttnOProjFold|TestModelOProjFold|TestFusedAttention'
 # graphs (not in the default groups): the graph replays against eager
 # forwards and the models and sampling that replay them, a short subset of
 # model and ops.

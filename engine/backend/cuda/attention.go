@@ -265,8 +265,10 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			if zmax > mergeNarrowMax && ak.mergeWide != nil {
 				mk, nt = ak.mergeWide, 256 // MW_NT
 			}
-			b.launch(mk, uint32(heads), uint32(T), uint32((hd+31)/32), nt, 1, 0,
-				ptr(o.ptr), ptr(part), ptr(m.pos), i32(heads), i32(zmax), i32(chunk))
+			mo := mergeOp{k: mk, nt: nt, fold: ak.oproj, o: o.ptr, part: part, pos: m.pos, T: T, heads: heads, hd: hd, zmax: zmax, chunk: chunk}
+			if dynChunk > 0 || !b.holdMerge(mo) {
+				b.launchMerge(&mo)
+			}
 		}
 		return
 	}

@@ -74,6 +74,7 @@ type Backend struct {
 	f32w      map[driver.DevPtr]driver.DevPtr // f32 copies of small 16-bit weights (norm scales)
 	mlpT      map[driver.DevPtr]driver.DevPtr // down weights transposed for mlp_fused (mlp.go)
 	mlp       mlpConfig                       // the fused MLP (INFERNIX_CUDA_MLP=fused)
+	oproj     oprojConfig                     // the merge folded into o_proj (INFERNIX_CUDA_OPROJ=fold)
 	swigluOut driver.DevPtr                   // the last SwiGLU's output: a product reading it is a down projection (mlp.go)
 
 	pend          pending
@@ -259,6 +260,7 @@ func New(opt Options) (*Backend, error) {
 	b.attnMode = os.Getenv("INFERNIX_CUDA_ATTN")
 	b.fuse, b.fz = fuseConfig()
 	b.mlpInit()
+	b.oproj.on = os.Getenv("INFERNIX_CUDA_OPROJ") == "fold"
 	// Programmatic dependent launch needs Hopper's griddepcontrol and
 	// cuLaunchKernelEx (CUDA 11.8+; inside graphs 12.3+). On unless
 	// INFERNIX_CUDA_PDL=0. With kernels that let the next launch at entry

@@ -420,33 +420,46 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 		b.g.dropAll()
 	}
 	splitAB(seqBlocks(100, 16), 600, "decode_1lane_ctx512_nosplit", "decode_1lane_ctx512_split", "decode_1lane_ctx512_nosplit_2", "decode_1lane_ctx512_split_2")
-	// mlpAB measures decode with every MLP through mlp_fused
-	// (INFERNIX_CUDA_MLP=fused; "…mlpfused…") and through the two fused
-	// products ("…mlp2…"), alternately; the first fused steps transpose
-	// the down weights (a copy each, kept to the end). Then the fused
-	// form's graph alone, as graphOnly does for the headline.
-	mlpAB := func(blocks []int32, ctx int, names ...string) {
-		if !b.fuse || !b.mlpLoad() {
+	// foldAB measures decode with each named setting, alternately: every
+	// MLP through mlp_fused (INFERNIX_CUDA_MLP=fused) where the name says
+	// "mlpfused", through the two fused products otherwise; the attention's
+	// merge folded into o_proj (INFERNIX_CUDA_OPROJ=fold) where it says
+	// "oprojfold". The first fused steps transpose the down weights (a copy
+	// each, kept to the end). Then each fused form's graph alone, as
+	// graphOnly does for the headline.
+	foldAB := func(blocks []int32, ctx int, names ...string) {
+		if !b.fuse {
 			return
 		}
-		on := b.mlp.on
+		mlpOK := b.mlpLoad()
+		mlp, oproj := b.mlp.on, b.oproj.on
 		for _, n := range names {
-			b.mlp.on = strings.Contains(n, "mlpfused")
+			b.mlp.on = mlpOK && strings.Contains(n, "mlpfused")
+			b.oproj.on = strings.Contains(n, "oprojfold")
+			if strings.Contains(n, "mlpfused") && !mlpOK {
+				continue
+			}
 			b.g.dropAll()
-			runs := b.mlp.runs
+			mr, or := b.mlp.runs, b.oproj.runs
 			decode(n, [][]int32{blocks}, ctx, 64)
-			if b.mlp.on && b.mlp.runs == runs {
+			if b.mlp.on && b.mlp.runs == mr {
 				panic("bench: no MLP went through mlp_fused")
 			}
-			if b.mlp.on {
+			if b.oproj.on && b.oproj.runs == or {
+				panic("bench: no o-projection went through attn_oproj")
+			}
+			if b.mlp.on || b.oproj.on {
 				graphOnly(n, 64)
 			}
 		}
-		b.mlp.on = on
+		b.mlp.on, b.oproj.on = mlp, oproj
 		b.g.dropAll()
 	}
-	mlpAB(seqBlocks(100, 16), 610, "decode_1lane_ctx512_mlp2", "decode_1lane_ctx512_mlpfused", "decode_1lane_ctx512_mlp2_2",
+	foldAB(seqBlocks(100, 16), 610, "decode_1lane_ctx512_mlp2", "decode_1lane_ctx512_mlpfused", "decode_1lane_ctx512_mlp2_2",
 		"decode_1lane_ctx512_mlpfused_2", "decode_1lane_ctx512_mlp2_3", "decode_1lane_ctx512_mlpfused_3")
+	foldAB(seqBlocks(100, 16), 620, "decode_1lane_ctx512_unfolded", "decode_1lane_ctx512_oprojfold", "decode_1lane_ctx512_unfolded_2",
+		"decode_1lane_ctx512_oprojfold_2", "decode_1lane_ctx512_oprojfold_mlpfused", "decode_1lane_ctx512_unfolded_3",
+		"decode_1lane_ctx512_oprojfold_3", "decode_1lane_ctx512_oprojfold_mlpfused_2")
 	// INFERNIX_BENCH_WALK_PROFILE=FILE: a CPU profile of 2,000 more decode
 	// steps at 512 (the host's walk of each step), then nothing else. It
 	// asks for 5 kHz; the kernel's timer may give less (250 Hz in run 37,
@@ -477,7 +490,8 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	median3("decode_1lane_ctx32k", [][]int32{seqBlocks(200, 520)}, 32768, 32)
 	graphOnly("decode_1lane_ctx32k", 32)
 	splitAB(seqBlocks(200, 520), 32900, "decode_1lane_ctx32k_nosplit", "decode_1lane_ctx32k_split")
-	mlpAB(seqBlocks(200, 520), 33000, "decode_1lane_ctx32k_mlp2", "decode_1lane_ctx32k_mlpfused", "decode_1lane_ctx32k_mlp2_2", "decode_1lane_ctx32k_mlpfused_2")
+	foldAB(seqBlocks(200, 520), 33000, "decode_1lane_ctx32k_mlp2", "decode_1lane_ctx32k_mlpfused", "decode_1lane_ctx32k_mlp2_2", "decode_1lane_ctx32k_mlpfused_2",
+		"decode_1lane_ctx32k_oprojfold", "decode_1lane_ctx32k_unfolded", "decode_1lane_ctx32k_oprojfold_2")
 	// INFERNIX_BENCH_ATTN_TIMING=1 (with the attention compiled with
 	// ATTN_TIMING=1): the folded decode attention's block timeline at 512
 	// and 32K, graph-replayed (attn_timing_test.go).

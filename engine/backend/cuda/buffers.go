@@ -56,6 +56,7 @@ const (
 	scrGemvW          // split-K GEMV counters (zero between launches) and partial sums
 	scrMoEX           // grouped MoE: the tokens' rows gathered by expert
 	scrMLP            // mlp_fused's sums and counter (zero between launches)
+	scrOProj          // attn_oproj's counters (zero between launches) and the heads' shares
 	numScratch
 )
 

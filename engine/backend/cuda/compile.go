@@ -65,6 +65,7 @@ type attnKernels struct {
 	decodeTCPrep          *kernel             // attn_decode_tc with attn_prep folded in (one token per sequence)
 	mergeSplits           *kernel             // attn_merge_splits: decodeTCPrep's splits merged (unless INFERNIX_CUDA_ATTN_DEFER=0)
 	mergeWide             *kernel             // attn_merge_wide: the same where a launch has more than 64 splits' slots
+	oproj                 *kernel             // attn_oproj: a token's merge folded into the o-projection (oproj.go)
 	decodeTCPerSM         int                 // blocks of attn_decode_tc that fit an SM
 	decodeTC2             *kernel             // attn_decode_tc2 (INFERNIX_CUDA_DECODE_ATTN=tc2): the transposed products, G ≤ 8
 	decodeTC2Prep         *kernel             // and with attn_prep folded in
@@ -309,6 +310,7 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 		names["attn_decode_tc_prep"] = &a.decodeTCPrep
 		names["attn_merge_splits"] = &a.mergeSplits
 		names["attn_merge_wide"] = &a.mergeWide
+		names["attn_oproj"] = &a.oproj
 		if g <= 8 { // the guard around attn_decode_tc2
 			names["attn_decode_tc2"] = &a.decodeTC2
 			names["attn_decode_tc2_prep"] = &a.decodeTC2Prep

@@ -47,6 +47,8 @@ const (
 	pendSkinny          // bf16 products of 9–16 rows of the same activations, for one gemm_skinny launch (skinny.go)
 	pendMoE             // moe_down (moe_fused.go), which may take the residual add as its epilogue
 	pendMLP             // a held SwiGLU product (pendGemv) and the down product of its output, for mlp_fused (mlp.go)
+	pendMerge           // the decode attention's split merge (attn_merge_splits), which o_proj may take (oproj.go)
+	pendOProj           // the merge and the product of its output (jobs[0]), for attn_oproj (oproj.go)
 )
 
 // Epilogues of the fused product kernels (GF_* in kernels/gemv.cu).
@@ -131,7 +133,10 @@ type pending struct {
 	down  gemvJob
 	resid driver.DevPtr
 	// pendMoE: the launch.
-	moe      moeDownOp
+	moe moeDownOp
+	// pendMerge, pendOProj: the merge (with pendOProj's residual in resid
+	// and sum, as pendMLP's).
+	mrg      mergeOp
 	flushing bool
 }
 
@@ -144,6 +149,10 @@ func (b *Backend) holdGemv(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 	p := &b.pend
 	if b.mlpTakes(p, out, x, w, T, I, O) {
 		p.kind, p.down = pendMLP, gemvJob{out, w, O}
+		return true
+	}
+	if b.oprojTakes(p, out, x, w, T, I, O) {
+		p.kind, p.n, p.jobs[0], p.T, p.I = pendOProj, 1, gemvJob{out, w, O}, T, I
 		return true
 	}
 	if p.kind == pendNorm {
@@ -184,7 +193,7 @@ func (b *Backend) holdAdd(out, a, c driver.DevPtr, n int) bool {
 		return false
 	}
 	p := &b.pend
-	if b.takeMoEResid(out, a, c, n) {
+	if b.takeMoEResid(out, a, c, n) || b.oprojTakeResid(out, a, c, n) {
 		return true
 	}
 	if p.kind == pendMLP && p.sum == 0 && n == p.I {
@@ -378,6 +387,10 @@ func (b *Backend) flush() {
 		b.launchMoEDown(&q.moe)
 	case pendMLP:
 		b.launchMLP(&q)
+	case pendMerge:
+		b.launchMerge(&q.mrg)
+	case pendOProj:
+		b.launchOProj(&q)
 	case pendGemv:
 		if b.fz.gemvf {
 			b.launchGemvf(&q)
