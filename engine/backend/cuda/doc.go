@@ -120,6 +120,9 @@
 //	                              launch, kernels/mlp.cu, down read from a transposed copy made once per
 //	                              weight (mlp.go; opt-in, results vary by rounding with the blocks' order);
 //	                              INFERNIX_CUDA_MLP_BLOCKS, _WARPS, _DEFINES set its grid and tunables
+//	INFERNIX_CUDA_OPROJ=fold      a one-token decode attention's split merge folded into the o-projection
+//	                              and its residual add (attn_oproj in kernels/attention.cu, oproj.go;
+//	                              opt-in; the heads' shares add in head order: deterministic)
 //	INFERNIX_CUDA_KV=bf16         KV cache in bf16 (default f16, saturated at ±65504; attention.go)
 //	INFERNIX_KERNEL_CACHE=DIR     compiled-kernel cache (default: user cache dir)
 //	INFERNIX_CUDA_VERBOSE=1       log compilation and kernel resources
