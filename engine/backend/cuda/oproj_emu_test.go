@@ -10,7 +10,7 @@ import (
 
 // TestAttnOProjEmulated runs attn_oproj (kernels/attention.cu: a decode
 // token's split merge folded into the output projection) under the CPU
-// emulation at head dims 128 and 64: its o must be attn_merge_splits's,
+// emulation at head dims 128, 64 and 32: its o must be attn_merge_splits's,
 // bit for bit (stale slots past the token's splits hold NaN sums and a
 // maximum above every split's, as a growing context leaves them); where
 // the context is one split it must take o as the attention left it; out
@@ -25,6 +25,8 @@ func TestAttnOProjEmulated(t *testing.T) {
 		128: emuBinary(t, "attnoproj", "testdata/emu/attn_oproj_main.cpp", "../../../kernels/attention.cu"),
 		64: emuBinary(t, "attnoproj64", "testdata/emu/attn_oproj64_main.cpp", "testdata/emu/attn_oproj_main.cpp",
 			"../../../kernels/attention.cu"),
+		32: emuBinary(t, "attnoproj32", "testdata/emu/attn_oproj32_main.cpp", "testdata/emu/attn_oproj_main.cpp",
+			"../../../kernels/attention.cu"),
 	}
 	r := newRand(t)
 	const opRows = 128 // OP_ROWS
@@ -35,6 +37,7 @@ func TestAttnOProjEmulated(t *testing.T) {
 		{128, 5, 16, 1, 128, 1, 2},  // one split: o is the attention's
 		{64, 4, 32, 20, 256, 1, 7},  // 8 lanes a row
 		{64, 2, 8, 2, 128, 0, 3},
+		{32, 8, 4, 3, 256, 1, 11}, // the small test models' shape
 	} {
 		t.Run(fmt.Sprintf("hd%d_h%d_z%d_nz%d_O%d_r%d", c.hd, c.heads, c.zmax, c.nz, c.O, c.resid), func(t *testing.T) {
 			hd, heads, zmax, O, ld := c.hd, c.heads, c.zmax, c.O, c.hd+4 // PART_LD
