@@ -1788,6 +1788,8 @@ struct OProjP {
   int* cnt;            // [O / OP_ROWS] zero on entry, left zero
   int heads, zmax;
   int chunk, O;
+  int hfirst;  // 1: blockIdx.x is the head and y the row group (a row group's heads launch together)
+  int pad;
 };
 extern "C" __global__ void __launch_bounds__(NT, OP_MINB) attn_oproj(const OProjP p) {
   STEP_TIMER();
@@ -1797,7 +1799,8 @@ extern "C" __global__ void __launch_bounds__(NT, OP_MINB) attn_oproj(const OProj
   __shared__ float lsum;
   __shared__ int last;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int rg = blockIdx.x, h = blockIdx.y, heads = p.heads, O = p.O, zmax = p.zmax;
+  const int rg = p.hfirst ? blockIdx.y : blockIdx.x, h = p.hfirst ? blockIdx.x : blockIdx.y;
+  const int heads = p.heads, O = p.O, zmax = p.zmax;
   const long I = (long)heads * HD;
   const int c8 = (lane % DG) * 8, band = lane / DG;
   const int row0 = rg * OP_ROWS + warp * 32 + band;  // the lane's row of load i: row0 + i·RPI

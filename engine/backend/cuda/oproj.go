@@ -19,6 +19,10 @@ import (
 type oprojConfig struct {
 	on   bool
 	runs int // launches (tests, benchmarks)
+	// headsFirst: the grid's x is the head (INFERNIX_CUDA_OPROJ=fold-heads),
+	// so that a row group's heads, which read the same weight rows, are
+	// launched together; else the row group.
+	headsFirst bool
 }
 
 // oprojRows is OP_ROWS and oprojMaxZ OP_MAXZ in kernels/attention.cu.
@@ -123,18 +127,24 @@ func (b *Backend) oprojTakeResid(out, a, c driver.DevPtr, n int) bool {
 }
 
 // launchOProj launches a held pendOProj: struct OProjP (kernels/
-// attention.cu), nine pointers, then heads, zmax, chunk and O packed two
-// to a slot; grid (row groups, heads) of 128 threads (NT).
+// attention.cu), nine pointers, then heads, zmax, chunk, O, hfirst and a
+// pad packed two to a slot; grid (row groups, heads) of 128 threads (NT),
+// or (heads, row groups).
 func (b *Backend) launchOProj(q *pending) {
 	m, j := &q.mrg, q.jobs[0]
 	s := b.scratch[scrOProj].p
 	groups := j.O / oprojRows
-	var a [11]uint64
+	var a [12]uint64
 	a[0], a[1], a[2], a[3], a[4] = ptr(j.w.ptr), ptr(m.part), ptr(m.pos), ptr(m.o), ptr(j.out)
 	a[5], a[6] = ptr(q.resid), ptr(q.sum)
 	a[7], a[8] = ptr(s+driver.DevPtr(4*groups)), ptr(s)
 	a[9] = argPair(i32(m.heads), i32(m.zmax))
 	a[10] = argPair(i32(m.chunk), i32(j.O))
+	gx, gy := uint32(groups), uint32(m.heads)
+	if b.oproj.headsFirst {
+		a[11] = argPair(1, 0)
+		gx, gy = gy, gx
+	}
 	b.oproj.runs++
-	b.launch(m.fold, uint32(groups), uint32(m.heads), 1, 128, 1, 0, a[:]...)
+	b.launch(m.fold, gx, gy, 1, 128, 1, 0, a[:]...)
 }

@@ -50,7 +50,12 @@ int main() {
     p.resid = withResid ? resid.data() : nullptr, p.sum = sum.data();
     p.scr = scr.data(), p.cnt = cnt.data();
     p.heads = heads, p.zmax = zmax, p.chunk = chunk, p.O = O;
-    emu_launch3(O / OP_ROWS, heads, 1, NT, seed + run, [=] { attn_oproj(p); });
+    p.hfirst = run;  // the second launch with the heads along x
+    if (run == 0) {
+      emu_launch3(O / OP_ROWS, heads, 1, NT, seed + run, [=] { attn_oproj(p); });
+    } else {
+      emu_launch3(heads, O / OP_ROWS, 1, NT, seed + run, [=] { attn_oproj(p); });
+    }
     for (auto* v : {&o, &out, &sum}) fwrite(v->data(), 4, v->size(), stdout);
     fwrite(cnt.data(), 4, cnt.size(), stdout);
   }
