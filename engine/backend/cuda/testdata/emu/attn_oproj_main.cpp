@@ -8,9 +8,9 @@
 // [heads·zmax·PART_LD], o [heads·HD] f32 (the attention's output where its
 // context is one split), W [O·heads·HD] bf16, resid [O] f32.
 // stdout: attn_merge_splits's o [heads·HD]; then for each of two launches
-// of attn_oproj in a row: o [heads·HD], out [O], sum [O] (NaN where not
-// written), the counters [O/OP_ROWS] int32, which each launch must leave
-// zero.
+// of attn_oproj in a row (the second with hfirst set): o [heads·HD], out
+// [O], sum [O] (NaN where not written), the counters [O/OP_ROWS] int32,
+// which each launch must leave zero.
 #ifndef HD
 #define HD 128
 #endif
