@@ -1770,6 +1770,7 @@ extern "C" __global__ void __launch_bounds__(MW_NT) attn_merge_wide(float* __res
 #define OP_U 4  // 16-byte weight loads in flight a lane (of DG)
 #endif
 #define OP_ZB 16  // splits' sums a thread requests at once
+#define OP_HB 32  // heads' shares the last block's threads request at once
 // OP_MINB: blocks an SM holds at once (registers ≤ 64K / (128·OP_MINB)):
 // 8 lets Qwen3-8B's 1,024 blocks (32 row groups × 32 heads) run in one
 // wave on 132 SMs.
@@ -1912,7 +1913,17 @@ extern "C" __global__ void __launch_bounds__(NT, OP_MINB) attn_oproj(const OProj
   for (int r = tid; r < OP_ROWS; r += NT) {
     const int row = rg * OP_ROWS + r;
     float s = 0.f;
-    for (int hh = 0; hh < heads; hh++) s += __ldcg(p.scr + (long)hh * O + row);
+    // OP_HB shares requested at once, added in head order: a loop of one
+    // load an iteration would wait a round trip to L2 for each head.
+    for (int h0 = 0; h0 < heads; h0 += OP_HB) {
+      float v[OP_HB];
+#pragma unroll
+      for (int i = 0; i < OP_HB; i++) v[i] = h0 + i < heads ? __ldcg(p.scr + (long)(h0 + i) * O + row) : 0.f;
+#pragma unroll
+      for (int i = 0; i < OP_HB; i++) {
+        if (h0 + i < heads) s += v[i];
+      }
+    }
     p.out[row] = s;
     if (p.resid != 0) p.sum[row] = p.resid[row] + s;
   }
