@@ -111,7 +111,7 @@ func TestKernelsCompile(t *testing.T) {
 			}
 		case "mlp.cu":
 			// The scalar reductions (MLP_RED4=0) and a shorter ring.
-			jobs = append(jobs, job{m, []string{"MLP_RED4=0"}}, job{m, []string{"MLP_RED4=0", "MLP_U=16"}}, job{m, []string{"MLP_RED4=0", "MLP_U=6", "MLP_MAXT=1024"}}, job{m, []string{"MLP_RED4=0", "MLP_NORED=1"}})
+			jobs = append(jobs, job{m, []string{"MLP_RED4=0"}}, job{m, []string{"MLP_RED4=0", "MLP_U=16"}}, job{m, []string{"MLP_RED4=0", "MLP_U=4", "MLP_MAXT=1024"}}, job{m, []string{"MLP_RED4=0", "MLP_NORED=1"}})
 			jobs = append(jobs, job{m, nil}, job{m, []string{"STEP_TIMING=1"}}, job{m, []string{"STEP_TIMING=2"}})
 		case "sample.cu":
 			// BenchmarkSampleRows' builds, and the default's below.

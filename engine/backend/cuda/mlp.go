@@ -21,7 +21,7 @@ import (
 // INFERNIX_CUDA_MLP_BLOCKS: the grid (default one block an SM);
 // INFERNIX_CUDA_MLP_WARPS: warps a block (default the most that are a
 // multiple of I/256 within MLP_MAXT); INFERNIX_CUDA_MLP_DEFINES: the
-// module's tunables, spaces or commas between ("MLP_U=6,MLP_MAXT=1024").
+// module's tunables, spaces or commas between ("MLP_U=4,MLP_MAXT=1024").
 
 // mlpConfig is the fused MLP's setting.
 type mlpConfig struct {
