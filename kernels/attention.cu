@@ -1560,6 +1560,46 @@ extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc_prep(const Decod
 // split were written by the attention and are skipped. The host keeps
 // zmax ≤ MS_MAXZ.
 #define MS_MAXZ 1024
+// A token's split weights wz[z] = exp(m_z − max) and their sum of
+// exponentials l (returned; every lane has it) where it has nz ≤ 64
+// splits: a lane holds splits lane and lane + 32's maxima and sums (mz,
+// lz; NEG_INF and 0 past nz). attn_merge_splits's order, which attn_oproj
+// shares.
+__device__ __forceinline__ float warp_split_weights(const float (&mz)[2], const float (&lz)[2], int nz, float* wz) {
+  const int lane = threadIdx.x & 31;
+  const float m = warp_max(fmaxf(fmaxf(NEG_INF, mz[0]), mz[1]));
+  float l = 0.f;
+#pragma unroll
+  for (int j = 0; j < 2; j++) {
+    const int zz = lane + 32 * j;
+    if (zz < nz) {
+      const float w = expf(mz[j] - m);
+      wz[zz] = w;
+      l += lz[j] * w;
+    }
+  }
+  return warp_sum(l);
+}
+// Σ_z pv_z · wz[z] over a token's nz splits in split order, for one dim:
+// pv holds the first B splits' sums (requested earlier), the others are
+// requested B at a time from pd (a split's row every PART_LD).
+template <int B>
+__device__ __forceinline__ float merge_dim(float (&pv)[B], const float* pd, const float* wz, int nz) {
+  float a = 0.f;
+#pragma unroll
+  for (int i = 0; i < B; i++) {
+    if (i < nz) a = fmaf(pv[i], wz[i], a);
+  }
+  for (int z0 = B; z0 < nz; z0 += B) {
+#pragma unroll
+    for (int i = 0; i < B; i++) pv[i] = z0 + i < nz ? __ldcg(pd + (long)(z0 + i) * PART_LD) : 0.f;
+#pragma unroll
+    for (int i = 0; i < B; i++) {
+      if (z0 + i < nz) a = fmaf(pv[i], wz[z0 + i], a);
+    }
+  }
+  return a;
+}
 // MS_BATCH: the splits whose sums a lane requests at once; more wait for
 // another round trip. 64 (run 20; it was 32): 32K positions make 33
 // splits, whose 33rd took a second round trip of its own.
@@ -1615,7 +1655,6 @@ extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __rest
   // nz ≤ 64 (the same order: a lane's splits lane, lane + 32).
   float l;
   if (nz <= 64) {
-    float m = NEG_INF;
 #pragma unroll
     for (int j = 0; j < 2; j++) {
       const int zz = lane + 32 * j;
@@ -1626,37 +1665,13 @@ extern "C" __global__ void __launch_bounds__(32) attn_merge_splits(float* __rest
         mz[j] = zz < nz ? __ldcg(pp + (long)zz * PART_LD + HD) : NEG_INF;
         lz[j] = zz < nz ? __ldcg(pp + (long)zz * PART_LD + HD + 1) : 0.f;
       }
-      m = fmaxf(m, mz[j]);
     }
-    m = warp_max(m);
-    l = 0.f;
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-      const int zz = lane + 32 * j;
-      if (zz < nz) {
-        const float w = expf(mz[j] - m);
-        wz[zz] = w;
-        l += lz[j] * w;
-      }
-    }
-    l = warp_sum(l);
+    l = warp_split_weights(mz, lz, nz, wz);
   } else {
     l = split_weights(pp, nz, wz);
   }
   __syncwarp();
-  float a = 0.f;
-#pragma unroll
-  for (int i = 0; i < MS_BATCH; i++) {
-    if (i < nz) a = fmaf(pv[i], wz[i], a);
-  }
-  for (int z0 = MS_BATCH; z0 < nz; z0 += MS_BATCH) {
-#pragma unroll
-    for (int i = 0; i < MS_BATCH; i++) pv[i] = z0 + i < nz ? __ldcg(pd + (long)(z0 + i) * PART_LD) : 0.f;
-#pragma unroll
-    for (int i = 0; i < MS_BATCH; i++) {
-      if (z0 + i < nz) a = fmaf(pv[i], wz[z0 + i], a);
-    }
-  }
+  const float a = merge_dim(pv, pd, wz, nz);
   if (d < HD) out[((long)t * heads + hh) * HD + d] = a / l;
 }
 
@@ -1830,46 +1845,20 @@ extern "C" __global__ void __launch_bounds__(NT, OP_MINB) attn_oproj(const OProj
   const float o1 = tid < HD ? __ldcg(p.o + (long)h * HD + tid) : 0.f;  // where one split wrote o
   const int nz = (META(p.pos) + p.chunk) / p.chunk;
   if (nz > 1 && warp == 0) {
-    float m = NEG_INF;
 #pragma unroll
     for (int j = 0; j < 2; j++) {
       const int zz = lane + 32 * j;
       mz[j] = zz < nz ? mz[j] : NEG_INF;
       lz[j] = zz < nz ? lz[j] : 0.f;
-      m = fmaxf(m, mz[j]);
     }
-    m = warp_max(m);
-    float l = 0.f;
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-      const int zz = lane + 32 * j;
-      if (zz < nz) {
-        const float w = expf(mz[j] - m);
-        wz[zz] = w;
-        l += lz[j] * w;
-      }
-    }
-    l = warp_sum(l);
+    const float l = warp_split_weights(mz, lz, nz, wz);
     if (lane == 0) lsum = l;
   }
   __syncthreads();
   if (tid < HD) {
     float v = o1;
     if (nz > 1) {
-      float a = 0.f;
-#pragma unroll
-      for (int i = 0; i < OP_ZB; i++) {
-        if (i < nz) a = fmaf(pv[i], wz[i], a);
-      }
-      for (int z0 = OP_ZB; z0 < nz; z0 += OP_ZB) {
-#pragma unroll
-        for (int i = 0; i < OP_ZB; i++) pv[i] = z0 + i < nz ? __ldcg(pd + (long)(z0 + i) * PART_LD) : 0.f;
-#pragma unroll
-        for (int i = 0; i < OP_ZB; i++) {
-          if (z0 + i < nz) a = fmaf(pv[i], wz[z0 + i], a);
-        }
-      }
-      v = a / lsum;
+      v = merge_dim(pv, pd, wz, nz) / lsum;
       if (rg == 0) p.o[(long)h * HD + tid] = v;
     }
     ah[tid] = v;

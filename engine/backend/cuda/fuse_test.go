@@ -177,6 +177,33 @@ func TestFusedAttention(t *testing.T) {
 	}
 }
 
+// attnOps is a Qwen3 layer's attention as the model calls it: the q and k
+// head norms (where qn is given), their RoPEs, and the attention into o.
+func attnOps(be backend.Backend, o, q, k, v, qn, kn backend.Tensor, cache backend.KVCache, ab *backend.AttnBatch, rope *backend.Rope, heads, kvh, hd int, scale float32) {
+	T := len(ab.Pos)
+	if qn != nil {
+		qh, kh := be.Reshape(q, T*heads, hd), be.Reshape(k, T*kvh, hd)
+		be.RMSNorm(qh, qh, qn, 1e-6)
+		be.RMSNorm(kh, kh, kn, 1e-5)
+	}
+	be.RoPE(q, heads, ab.Pos, rope)
+	be.RoPE(k, kvh, ab.Pos, rope)
+	be.Attention(o, q, k, v, cache, 0, ab, scale)
+}
+
+// testRope is a RoPE table of rotary half-width half (base 10000) for
+// positions below maxPos.
+func testRope(half, maxPos int) *backend.Rope {
+	rope := &backend.Rope{Half: half, MaxPos: maxPos, Cos: make([]float32, maxPos*half), Sin: make([]float32, maxPos*half)}
+	for p := 0; p < maxPos; p++ {
+		for i := 0; i < half; i++ {
+			a := float64(p) * math.Pow(10000, -float64(2*i)/float64(2*half))
+			rope.Cos[p*half+i], rope.Sin[p*half+i] = float32(math.Cos(a)), float32(math.Sin(a))
+		}
+	}
+	return rope
+}
+
 func fusedAttentionCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, half int, norm, fused bool) {
 	heads := kvh * G
 	spec := backend.KVSpec{Layers: 1, Blocks: 12, KVHeads: kvh, HeadDim: hd}
@@ -185,14 +212,7 @@ func fusedAttentionCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, half
 		t.Fatal(err)
 	}
 	cc, _ := cpuBe.NewKVCache(spec)
-	const maxPos = 700
-	rope := &backend.Rope{Half: half, MaxPos: maxPos, Cos: make([]float32, maxPos*half), Sin: make([]float32, maxPos*half)}
-	for p := 0; p < maxPos; p++ {
-		for i := 0; i < half; i++ {
-			a := float64(p) * math.Pow(10000, -float64(2*i)/float64(2*half))
-			rope.Cos[p*half+i], rope.Sin[p*half+i] = float32(math.Cos(a)), float32(math.Sin(a))
-		}
-	}
+	rope := testRope(half, 700)
 	qn, kn := weight(t, b, r, backend.BF16, 1, hd, 1.5, hd), weight(t, b, r, backend.BF16, 1, hd, 1.5, hd)
 	perm := r.Perm(spec.Blocks)
 	tables := [][]int32{{int32(perm[3]), int32(perm[0]), int32(perm[7]), int32(perm[1]), int32(perm[9]), int32(perm[4]), int32(perm[11]), int32(perm[5]), int32(perm[6]), int32(perm[10]), int32(perm[8])}, {int32(perm[2])}}
@@ -216,14 +236,11 @@ func fusedAttentionCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, half
 		v := act(t, b, r, T, kvh*hd, 1)
 		o := out(t, b, T, heads*hd)
 		run := func(be backend.Backend, P func(pair) backend.Tensor, cache backend.KVCache) {
+			var nq, nk backend.Tensor
 			if norm {
-				qh, kh := be.Reshape(P(q), T*heads, hd), be.Reshape(P(k), T*kvh, hd)
-				be.RMSNorm(qh, qh, P(qn), 1e-6)
-				be.RMSNorm(kh, kh, P(kn), 1e-5)
+				nq, nk = P(qn), P(kn)
 			}
-			be.RoPE(P(q), heads, ab.Pos, rope)
-			be.RoPE(P(k), kvh, ab.Pos, rope)
-			be.Attention(P(o), P(q), P(k), P(v), cache, 0, ab, scale)
+			attnOps(be, P(o), P(q), P(k), P(v), nq, nk, cache, ab, rope, heads, kvh, hd, scale)
 		}
 		l0, c0 := b.launches, b.clusterRuns
 		run(b, func(p pair) backend.Tensor { return p.g }, gc)

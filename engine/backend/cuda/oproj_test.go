@@ -46,14 +46,7 @@ func oprojCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, pre int, fold
 		t.Fatal(err)
 	}
 	cc, _ := cpuBe.NewKVCache(spec)
-	maxPos := pre + 8
-	rope := &backend.Rope{Half: half, MaxPos: maxPos, Cos: make([]float32, maxPos*half), Sin: make([]float32, maxPos*half)}
-	for p := 0; p < maxPos; p++ {
-		for i := 0; i < half; i++ {
-			a := float64(p) * math.Pow(10000, -float64(2*i)/float64(2*half))
-			rope.Cos[p*half+i], rope.Sin[p*half+i] = float32(math.Cos(a)), float32(math.Sin(a))
-		}
-	}
+	rope := testRope(half, pre+8)
 	qn, kn := weight(t, b, r, backend.BF16, 1, hd, 1.5, hd), weight(t, b, r, backend.BF16, 1, hd, 1.5, hd)
 	wo := weight(t, b, r, backend.BF16, H, heads*hd, 0.05)
 	defer b.Free(wo.g)
@@ -80,12 +73,7 @@ func oprojCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, pre int, fold
 			xs = act(t, b, r, 1, H, 1)
 		}
 		run := func(be backend.Backend, P func(pair) backend.Tensor, cache backend.KVCache) {
-			qh, kh := be.Reshape(P(q), T*heads, hd), be.Reshape(P(k), T*kvh, hd)
-			be.RMSNorm(qh, qh, P(qn), 1e-6)
-			be.RMSNorm(kh, kh, P(kn), 1e-5)
-			be.RoPE(P(q), heads, ab.Pos, rope)
-			be.RoPE(P(k), kvh, ab.Pos, rope)
-			be.Attention(P(o), P(q), P(k), P(v), cache, 0, ab, scale)
+			attnOps(be, P(o), P(q), P(k), P(v), P(qn), P(kn), cache, ab, rope, heads, kvh, hd, scale)
 			be.MatMul(P(h), P(o), P(wo))
 			be.Add(P(xs), P(xs), P(h))
 		}
