@@ -20,7 +20,9 @@ import (
 //	                                      one prep kernel (norms, RoPE, KV store) + attention,
 //	                                      or one kernel where the decode attention on the
 //	                                      tensor cores takes the prep (one token per sequence)
-//	MatMul(h, a, o) → Add(x, x, h)        one product kernel, the add as its epilogue
+//	MatMul(h, a, o) → Add(x, x, h)        one product kernel, the add as its epilogue; with
+//	                                      INFERNIX_CUDA_OPROJ=fold the one-token attention's
+//	                                      split merge too (attn_oproj, oproj.go)
 //	RMSNorm(h, x) → MatMul(g|u, h) → SwiGLU(g, g, u)
 //	                                      one product kernel, norm prologue, SwiGLU epilogue
 //	MatMul(m, g, down) → Add(x, x, m)     one product kernel, the add as its epilogue
