@@ -51,7 +51,9 @@ func (b *Backend) launchMerge(m *mergeOp) {
 // holdMerge holds the merge for the product that may read its output;
 // false where attn_oproj could not take it (the caller launches it).
 func (b *Backend) holdMerge(m mergeOp) bool {
-	if !b.oproj.on || !b.fuse || m.fold == nil || m.T != 1 || m.zmax > oprojMaxZ || m.k == nil {
+	// INFERNIX_CUDA_NOFUSE=gemvf turns the fold off with the other fused
+	// products, so that they can be bisected together.
+	if !b.oproj.on || !b.fuse || !b.fz.gemvf || m.fold == nil || m.T != 1 || m.zmax > oprojMaxZ || m.k == nil {
 		return false
 	}
 	b.flush()
@@ -102,7 +104,7 @@ func (b *Backend) oprojPrepare(heads, O int) {
 // product, its epilogue; false where it is not.
 func (b *Backend) oprojTakeResid(out, a, c driver.DevPtr, n int) bool {
 	p := &b.pend
-	if !b.fuse || p.kind != pendOProj || p.sum != 0 || n != p.jobs[0].O {
+	if !b.fuse || !b.fz.resid || p.kind != pendOProj || p.sum != 0 || n != p.jobs[0].O {
 		return false
 	}
 	prod := p.jobs[0].out
