@@ -448,16 +448,7 @@ func (a *attnKernels) decodeFor(deep int, tc, tc2 bool) (*kernel, int, int) {
 // attnCounters returns attn_decode's per-(token, KV head) split counters:
 // zeroed when allocated, and every launch leaves them zero again.
 func (b *Backend) attnCounters(n int) (driver.DevPtr, bool) {
-	s := &b.scratch[scrAttnCnt]
-	if uint64(4*n) > s.size {
-		b.needEager()
-		if err := s.ensure(b, uint64(4*n)); err != nil {
-			b.fail(err)
-			return 0, false
-		}
-		b.memset(s.p, 0, int(s.size/4))
-	}
-	return s.p, b.err == nil
+	return b.zeroScratch(scrAttnCnt, uint64(4*n))
 }
 
 // usesPrefillAttn reports whether attention over T tokens runs ak's

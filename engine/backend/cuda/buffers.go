@@ -60,6 +60,19 @@ const (
 	numScratch
 )
 
+// zeroScratch returns scratch buffer i with at least n bytes for counters
+// and sums that every launch leaves zero: zeroed whenever it grows
+// (leaving graph mode first, which launches what is held).
+func (b *Backend) zeroScratch(i int, n uint64) (driver.DevPtr, bool) {
+	s := &b.scratch[i]
+	grows := n > s.size
+	p, ok := b.scratchPtr(i, n)
+	if ok && grows {
+		b.memset(p, 0, int(s.size/4))
+	}
+	return p, ok && b.err == nil
+}
+
 // scratchPtr returns scratch buffer i with at least n bytes, leaving graph
 // mode first if it has to grow.
 func (b *Backend) scratchPtr(i int, n uint64) (driver.DevPtr, bool) {

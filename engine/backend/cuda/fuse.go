@@ -154,7 +154,7 @@ func (b *Backend) holdGemv(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 		return true
 	}
 	if b.oprojTakes(p, out, x, w, T, I, O) {
-		p.kind, p.n, p.jobs[0], p.T, p.I = pendOProj, 1, gemvJob{out, w, O}, T, I
+		p.kind, p.n, p.jobs[0] = pendOProj, 1, gemvJob{out, w, O}
 		return true
 	}
 	if p.kind == pendNorm {
@@ -187,6 +187,18 @@ func (b *Backend) holdGemv(out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 	return true
 }
 
+// residOperand is the operand of a + c other than prod, where exactly one
+// of them is prod; 0 otherwise.
+func residOperand(a, c, prod driver.DevPtr) driver.DevPtr {
+	switch {
+	case c == prod && a != prod:
+		return a
+	case a == prod && c != prod:
+		return c
+	}
+	return 0
+}
+
 // holdAdd takes a residual add: as the epilogue of a held single product
 // that computed one operand, or held itself (it may fuse with an RMSNorm
 // of its result); false if fusion is off.
@@ -201,13 +213,7 @@ func (b *Backend) holdAdd(out, a, c driver.DevPtr, n int) bool {
 	if p.kind == pendMLP && p.sum == 0 && n == p.I {
 		// out = resid + down's product: mlp_fused's last block writes the
 		// sum once every block has read x, so out and resid may be x.
-		var resid driver.DevPtr
-		switch {
-		case c == p.down.out && a != p.down.out:
-			resid = a
-		case a == p.down.out && c != p.down.out:
-			resid = c
-		}
+		resid := residOperand(a, c, p.down.out)
 		ok := resid != 0
 		for _, d := range []driver.DevPtr{p.aux, p.jobs[0].out, p.jobs[1].out, p.nrm.out} {
 			ok = ok && resid != d && out != d
@@ -221,13 +227,7 @@ func (b *Backend) holdAdd(out, a, c driver.DevPtr, n int) bool {
 		// out = resid + W·x: the kernel writes the product and the sum; the
 		// sum must not land on what other warps still read.
 		j := p.jobs[0]
-		var resid driver.DevPtr
-		switch {
-		case c == j.out && a != j.out:
-			resid = a
-		case a == j.out && c != j.out:
-			resid = c
-		}
+		resid := residOperand(a, c, j.out)
 		// With a norm prologue, x (the norm's output) is written by some
 		// warps while others would read it as the residual: not fused.
 		if resid != 0 && resid != p.x && out != p.x && (!p.norm || out != p.nrm.x) {
@@ -580,16 +580,7 @@ const gemvWideCounters = 32768
 // the counters at its start are zero when it is allocated and every
 // launch leaves them zero.
 func (b *Backend) gemvWideScratch(n uint64) (driver.DevPtr, bool) {
-	s := &b.scratch[scrGemvW]
-	if n > s.size {
-		b.needEager()
-		if err := s.ensure(b, n); err != nil {
-			b.fail(err)
-			return 0, false
-		}
-		b.memset(s.p, 0, int(s.size/4))
-	}
-	return s.p, b.err == nil
+	return b.zeroScratch(scrGemvW, n)
 }
 
 // gemvIndex picks the GEMV variant (R = 1, 2, 4, 8) for n ≤ 8 rows.

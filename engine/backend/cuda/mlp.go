@@ -163,15 +163,7 @@ func (b *Backend) mlpPrepare(w *Tensor) {
 		b.mlpT[w.ptr] = p
 	}
 	// acc [O] and the counter, zero: every launch leaves them so.
-	if n := uint64(4 * (O + 1)); b.scratch[scrMLP].size < n {
-		b.needEager()
-		s := &b.scratch[scrMLP]
-		if err := s.ensure(b, n); err != nil {
-			b.fail(err)
-			return
-		}
-		b.memset(s.p, 0, int(s.size/4))
-	}
+	b.zeroScratch(scrMLP, uint64(4*(O+1)))
 }
 
 // launchMLP launches a held pendMLP: struct MlpP (kernels/mlp.cu),

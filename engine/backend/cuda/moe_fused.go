@@ -174,13 +174,7 @@ func (b *Backend) takeMoEResid(sum, a, c driver.DevPtr, n int) bool {
 	if p.kind != pendMoE || !b.fz.gemvf || !b.fz.resid || p.moe.args[moeArgResid] != 0 || n != p.moe.n {
 		return false
 	}
-	var resid driver.DevPtr
-	switch out := p.moe.out; {
-	case c == out && a != out:
-		resid = a
-	case a == out && c != out:
-		resid = c
-	}
+	resid := residOperand(a, c, p.moe.out)
 	if resid == 0 {
 		return false
 	}

@@ -72,7 +72,7 @@ func (b *Backend) oprojTakes(p *pending, out, x driver.DevPtr, w *Tensor, T, I, 
 		return false
 	}
 	if b.scratch[scrOProj].size < oprojScratchBytes(m.heads, O) {
-		b.oprojPrepare(m.heads, O)
+		b.zeroScratch(scrOProj, oprojScratchBytes(m.heads, O)) // its counters zero: every launch leaves them so
 		return false
 	}
 	return true
@@ -84,22 +84,6 @@ func oprojScratchBytes(heads, O int) uint64 {
 	return uint64(4 * (O/oprojRows + heads*O))
 }
 
-// oprojPrepare grows the scratch (leaving graph mode, which launches what
-// is held), its counters zero: every launch leaves them so.
-func (b *Backend) oprojPrepare(heads, O int) {
-	n := oprojScratchBytes(heads, O)
-	s := &b.scratch[scrOProj]
-	if s.size >= n {
-		return
-	}
-	b.needEager()
-	if err := s.ensure(b, n); err != nil {
-		b.fail(err)
-		return
-	}
-	b.memset(s.p, 0, int(s.size/4))
-}
-
 // oprojTakeResid makes out = a + c, one of them the held attn_oproj's
 // product, its epilogue; false where it is not.
 func (b *Backend) oprojTakeResid(out, a, c driver.DevPtr, n int) bool {
@@ -108,13 +92,8 @@ func (b *Backend) oprojTakeResid(out, a, c driver.DevPtr, n int) bool {
 		return false
 	}
 	prod := p.jobs[0].out
-	var resid driver.DevPtr
-	switch {
-	case c == prod && a != prod:
-		resid = a
-	case a == prod && c != prod:
-		resid = c
-	default:
+	resid := residOperand(a, c, prod)
+	if resid == 0 {
 		return false
 	}
 	// The kernel's last blocks write sum after every block has read o and
