@@ -1815,6 +1815,15 @@ struct OProjP {
 // rounds of OP_U, so in its one wave the memory idles through the merge
 // and then waits DG / OP_U round trips.
 #define OP_SU (DG > 3 ? DG - 3 : 0)
+// Timing probes (wrong results; for the step timeline only): OP_NOMERGE=1
+// takes o as it is instead of merging the splits, OP_NOTAIL=1 ends every
+// block after its shares are stored (no counter, no sum of the heads).
+#ifndef OP_NOMERGE
+#define OP_NOMERGE 0
+#endif
+#ifndef OP_NOTAIL
+#define OP_NOTAIL 0
+#endif
 template <int SU>
 __device__ __forceinline__ void attn_oproj_impl(const OProjP& p) {
   STEP_TIMER();
@@ -1862,7 +1871,7 @@ __device__ __forceinline__ void attn_oproj_impl(const OProjP& p) {
     }
   }
   const float o1 = tid < HD ? __ldcg(p.o + (long)h * HD + tid) : 0.f;  // where one split wrote o
-  const int nz = (META(p.pos) + p.chunk) / p.chunk;
+  const int nz = OP_NOMERGE ? 1 : (META(p.pos) + p.chunk) / p.chunk;
   if (nz > 1 && warp == 0) {
 #pragma unroll
     for (int j = 0; j < 2; j++) {
@@ -1893,7 +1902,12 @@ __device__ __forceinline__ void attn_oproj_impl(const OProjP& p) {
   for (int i = 0; i < DG; i++) {
     float wf[8];
     if (SU > 0) {
-      if (i == RU) cp_async_wait<0>();
+      if (i == RU) {
+        cp_async_wait<0>();
+        // cp.async's asm names no memory: without this the compiler may
+        // read the staged weights before the wait (GPU run 44: wrong sums).
+        asm volatile("" ::: "memory");
+      }
       unpack_bf16x8(i < RU ? wv[i % RU] : ws[(i - RU) * NT + tid], wf);
     } else {
       unpack_bf16x8(wv[i % OP_U], wf);
@@ -1908,6 +1922,7 @@ __device__ __forceinline__ void attn_oproj_impl(const OProjP& p) {
   warp_reduce_scatter(d, lane);
   // Lane l % DG now holds row band + (l % DG)·RPI of the warp's 32.
   p.scr[(long)h * O + row0 + (lane % DG) * RPI] = d[0];
+  if (OP_NOTAIL) return;
   __threadfence();
   __syncthreads();
   if (tid == 0) last = atomicAdd(p.cnt + rg, 1) == heads - 1;

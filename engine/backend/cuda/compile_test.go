@@ -69,6 +69,8 @@ func TestKernelsCompile(t *testing.T) {
 				// The fold's opt-in placements (ATTN_EARLY, DEFER_LATE,
 				// MS_TRIGGER), timed.
 				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "ATTN_EARLY=1", "DEFER_LATE=1", "MS_TRIGGER=0", "STEP_TIMING=1"}})
+				// attn_oproj's timing probes (OP_NOMERGE, OP_NOTAIL), timed.
+				jobs = append(jobs, job{m, []string{"HD=128", "G=4", kvF16.define(), "OP_NOMERGE=1", "OP_NOTAIL=1", "STEP_TIMING=2"}})
 			} else {
 				jobs = append(jobs, job{m, []string{"HD=16", "G=2"}}, job{m, []string{"HD=32", "G=4"}})
 			}
