@@ -1807,14 +1807,6 @@ struct OProjP {
   int hfirst;  // 1: blockIdx.x is the head and y the row group (a row group's heads launch together)
   int pad;
 };
-// OP_SU: the weight loads a lane stages in shared memory in attn_oproj_s
-// (INFERNIX_CUDA_OPROJ=fold-staged), the rest (3) in registers, so that a
-// block requests all of its rows before its PDL wait: 26 KB a block at
-// head dim 128, eight blocks an SM in 227 KB. Why: attn_oproj requests
-// OP_U of a lane's DG loads before the merge and the rest after it, in
-// rounds of OP_U, so in its one wave the memory idles through the merge
-// and then waits DG / OP_U round trips.
-#define OP_SU (DG > 3 ? DG - 3 : 0)
 // Timing probes (wrong results; for the step timeline only): OP_NOMERGE=1
 // takes o as it is instead of merging the splits, OP_NOTAIL=1 ends every
 // block after its shares are stored (no counter, no sum of the heads).
@@ -1824,8 +1816,7 @@ struct OProjP {
 #ifndef OP_NOTAIL
 #define OP_NOTAIL 0
 #endif
-template <int SU>
-__device__ __forceinline__ void attn_oproj_impl(const OProjP& p) {
+extern "C" __global__ void __launch_bounds__(NT, OP_MINB) attn_oproj(const OProjP p) {
   STEP_TIMER();
   constexpr int RPI = 32 / DG;  // rows a load instruction covers
   __shared__ float wz[OP_MAXZ];
@@ -1839,20 +1830,10 @@ __device__ __forceinline__ void attn_oproj_impl(const OProjP& p) {
   const int c8 = (lane % DG) * 8, band = lane / DG;
   const int row0 = rg * OP_ROWS + warp * 32 + band;  // the lane's row of load i: row0 + i·RPI
   const u16* wp = p.w + (long)row0 * I + (long)h * HD + c8;
-  constexpr int RU = SU > 0 ? DG - SU : OP_U;  // loads held in registers
-  uint4 wv[RU];
+  uint4 wv[OP_U];
 #pragma unroll
-  for (int u = 0; u < RU; u++)
+  for (int u = 0; u < OP_U; u++)
     if (u < DG) wv[u] = ld_stream(wp + (long)u * RPI * I);
-  // Staged loads: lane tid's s-th at ws[s·NT + tid], read back by the same
-  // thread only (its own cp.async.wait makes them visible to it).
-  EXTERN_SMEM(u16, kvs);
-  const uint4* ws = (const uint4*)kvs;
-  if (SU > 0) {
-#pragma unroll
-    for (int s = 0; s < SU; s++) cp_async16(smem_addr(ws + s * NT + tid), wp + (long)(RU + s) * RPI * I);
-    cp_async_commit();
-  }
   PDL_ENTRY();
   // The merge of head h (attn_merge_splits with MS_SPEC: every slot's
   // partial requested before the position that says how many are used).
@@ -1901,25 +1882,24 @@ __device__ __forceinline__ void attn_oproj_impl(const OProjP& p) {
 #pragma unroll
   for (int i = 0; i < DG; i++) {
     float wf[8];
-    if (SU > 0) {
-      if (i == RU) {
-        cp_async_wait<0>();
-        // cp.async's asm names no memory: without this the compiler may
-        // read the staged weights before the wait (GPU run 44: wrong sums).
-        asm volatile("" ::: "memory");
-      }
-      unpack_bf16x8(i < RU ? wv[i % RU] : ws[(i - RU) * NT + tid], wf);
-    } else {
-      unpack_bf16x8(wv[i % OP_U], wf);
-      if (i + OP_U < DG) wv[i % OP_U] = ld_stream(wp + (long)(i + OP_U) * RPI * I);
-    }
+    unpack_bf16x8(wv[i % OP_U], wf);
+    if (i + OP_U < DG) wv[i % OP_U] = ld_stream(wp + (long)(i + OP_U) * RPI * I);
     float s = 0.f;
 #pragma unroll
     for (int e = 0; e < 8; e++) s = fmaf(xa[e], wf[e], s);
     d[i] = s;
   }
-  // Reduce-scatter over the DG lanes of a band.
-  warp_reduce_scatter(d, lane);
+  // Reduce-scatter over the DG lanes of a band: after the round of width
+  // m, lane bit m says which half of the remaining 2m sums the lane keeps.
+#pragma unroll
+  for (int m = DG / 2; m >= 1; m >>= 1) {
+    const bool hi = (lane & m) != 0;
+#pragma unroll
+    for (int j = 0; j < m; j++) {
+      const float keep = hi ? d[j + m] : d[j], send = hi ? d[j] : d[j + m];
+      d[j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+    }
+  }
   // Lane l % DG now holds row band + (l % DG)·RPI of the warp's 32.
   p.scr[(long)h * O + row0 + (lane % DG) * RPI] = d[0];
   if (OP_NOTAIL) return;
@@ -1948,9 +1928,6 @@ __device__ __forceinline__ void attn_oproj_impl(const OProjP& p) {
   }
   if (tid == 0) p.cnt[rg] = 0;
 }
-extern "C" __global__ void __launch_bounds__(NT, OP_MINB) attn_oproj(const OProjP p) { attn_oproj_impl<0>(p); }
-// Launched with OP_SU·NT·16 bytes of dynamic shared memory.
-extern "C" __global__ void __launch_bounds__(NT, OP_MINB) attn_oproj_s(const OProjP p) { attn_oproj_impl<OP_SU>(p); }
 
 #if G <= 8
 extern "C" __global__ void __launch_bounds__(NT) attn_decode_tc2(ATTN_DECODE_ARGS) {

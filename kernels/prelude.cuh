@@ -211,26 +211,6 @@ template <> __device__ __forceinline__ void load8<DT_F32>(const void* w, long i,
 
 __device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }
 
-// Reduce-scatter of N partial sums across N lanes (lane bits N/2 … 1):
-// on entry each lane holds its partials of N rows in d[0..N); on return
-// d[0] holds row (lane % N)'s total. Each round of width M keeps the half
-// of the remaining 2M sums that lane bit M names and adds the partner's
-// other half. The rounds are templates, so that every index is a constant:
-// as two nested unrolled loops NVRTC unrolled the inner one first, with a
-// variable trip count, and moved d to local memory (attn_oproj_s).
-template <int M, int N> __device__ __forceinline__ void warp_reduce_scatter_round(float (&d)[N], int lane) {
-  const bool hi = (lane & M) != 0;
-#pragma unroll
-  for (int j = 0; j < M; j++) {
-    const float keep = hi ? d[j + M] : d[j], send = hi ? d[j] : d[j + M];
-    d[j] = keep + __shfl_xor_sync(0xffffffffu, send, M);
-  }
-  if constexpr (M > 1) warp_reduce_scatter_round<M / 2>(d, lane);
-}
-template <int N> __device__ __forceinline__ void warp_reduce_scatter(float (&d)[N], int lane) {
-  if constexpr (N > 1) warp_reduce_scatter_round<N / 2>(d, lane);
-}
-
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

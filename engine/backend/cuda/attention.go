@@ -265,7 +265,7 @@ func (b *Backend) Attention(out, q, k, v backend.Tensor, cache backend.KVCache, 
 			if zmax > mergeNarrowMax && ak.mergeWide != nil {
 				mk, nt = ak.mergeWide, 256 // MW_NT
 			}
-			mo := mergeOp{k: mk, nt: nt, fold: ak.oproj, foldStaged: ak.oprojStaged, o: o.ptr, part: part, pos: m.pos, T: T, heads: heads, hd: hd, zmax: zmax, chunk: chunk}
+			mo := mergeOp{k: mk, nt: nt, fold: ak.oproj, o: o.ptr, part: part, pos: m.pos, T: T, heads: heads, hd: hd, zmax: zmax, chunk: chunk}
 			if dynChunk > 0 || !b.holdMerge(mo) {
 				b.launchMerge(&mo)
 			}

@@ -261,8 +261,7 @@ func New(opt Options) (*Backend, error) {
 	b.fuse, b.fz = fuseConfig()
 	b.mlpInit()
 	b.oproj.on = strings.HasPrefix(os.Getenv("INFERNIX_CUDA_OPROJ"), "fold")
-	b.oproj.headsFirst = strings.Contains(os.Getenv("INFERNIX_CUDA_OPROJ"), "heads")
-	b.oproj.staged = strings.Contains(os.Getenv("INFERNIX_CUDA_OPROJ"), "staged")
+	b.oproj.headsFirst = os.Getenv("INFERNIX_CUDA_OPROJ") == "fold-heads"
 	// Programmatic dependent launch needs Hopper's griddepcontrol and
 	// cuLaunchKernelEx (CUDA 11.8+; inside graphs 12.3+). On unless
 	// INFERNIX_CUDA_PDL=0. With kernels that let the next launch at entry

@@ -424,8 +424,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	// MLP through mlp_fused (INFERNIX_CUDA_MLP=fused) where the name says
 	// "mlpfused", through the two fused products otherwise; the attention's
 	// merge folded into o_proj (INFERNIX_CUDA_OPROJ=fold) where it says
-	// "oprojfold", and with attn_oproj_s and the heads along x
-	// (fold-heads-staged) where it says "oprojstaged". The first fused steps transpose the down weights (a copy
+	// "oprojfold". The first fused steps transpose the down weights (a copy
 	// each, kept to the end). Then each fused form's graph alone, as
 	// graphOnly does for the headline.
 	foldAB := func(blocks []int32, ctx int, names ...string) {
@@ -433,12 +432,10 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 			return
 		}
 		mlpOK := b.mlpLoad()
-		mlp, oproj := b.mlp.on, b.oproj
+		mlp, oproj := b.mlp.on, b.oproj.on
 		for _, n := range names {
 			b.mlp.on = mlpOK && strings.Contains(n, "mlpfused")
-			b.oproj.on = strings.Contains(n, "oprojfold") || strings.Contains(n, "oprojstaged")
-			b.oproj.headsFirst = strings.Contains(n, "oprojstaged")
-			b.oproj.staged = b.oproj.headsFirst
+			b.oproj.on = strings.Contains(n, "oprojfold")
 			if strings.Contains(n, "mlpfused") && !mlpOK {
 				continue
 			}
@@ -455,16 +452,14 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 				graphOnly(n, 64)
 			}
 		}
-		b.mlp.on = mlp
-		b.oproj.on, b.oproj.headsFirst, b.oproj.staged = oproj.on, oproj.headsFirst, oproj.staged
+		b.mlp.on, b.oproj.on = mlp, oproj
 		b.g.dropAll()
 	}
 	foldAB(seqBlocks(100, 16), 610, "decode_1lane_ctx512_mlp2", "decode_1lane_ctx512_mlpfused", "decode_1lane_ctx512_mlp2_2",
 		"decode_1lane_ctx512_mlpfused_2", "decode_1lane_ctx512_mlp2_3", "decode_1lane_ctx512_mlpfused_3")
-	foldAB(seqBlocks(100, 16), 620, "decode_1lane_ctx512_unfolded", "decode_1lane_ctx512_oprojfold", "decode_1lane_ctx512_oprojstaged",
-		"decode_1lane_ctx512_unfolded_2", "decode_1lane_ctx512_oprojfold_2", "decode_1lane_ctx512_oprojstaged_2",
-		"decode_1lane_ctx512_oprojfold_mlpfused", "decode_1lane_ctx512_unfolded_3", "decode_1lane_ctx512_oprojstaged_3",
-		"decode_1lane_ctx512_oprojfold_3", "decode_1lane_ctx512_oprojstaged_mlpfused")
+	foldAB(seqBlocks(100, 16), 620, "decode_1lane_ctx512_unfolded", "decode_1lane_ctx512_oprojfold", "decode_1lane_ctx512_unfolded_2",
+		"decode_1lane_ctx512_oprojfold_2", "decode_1lane_ctx512_oprojfold_mlpfused", "decode_1lane_ctx512_unfolded_3",
+		"decode_1lane_ctx512_oprojfold_3", "decode_1lane_ctx512_oprojfold_mlpfused_2")
 	// INFERNIX_BENCH_WALK_PROFILE=FILE: a CPU profile of 2,000 more decode
 	// steps at 512 (the host's walk of each step), then nothing else. It
 	// asks for 5 kHz; the kernel's timer may give less (250 Hz in run 37,
@@ -496,8 +491,7 @@ func benchBody(t *testing.T, b *Backend, dir string) map[string]any {
 	graphOnly("decode_1lane_ctx32k", 32)
 	splitAB(seqBlocks(200, 520), 32900, "decode_1lane_ctx32k_nosplit", "decode_1lane_ctx32k_split")
 	foldAB(seqBlocks(200, 520), 33000, "decode_1lane_ctx32k_mlp2", "decode_1lane_ctx32k_mlpfused", "decode_1lane_ctx32k_mlp2_2", "decode_1lane_ctx32k_mlpfused_2",
-		"decode_1lane_ctx32k_oprojfold", "decode_1lane_ctx32k_unfolded", "decode_1lane_ctx32k_oprojstaged", "decode_1lane_ctx32k_oprojfold_2",
-		"decode_1lane_ctx32k_oprojstaged_2")
+		"decode_1lane_ctx32k_oprojfold", "decode_1lane_ctx32k_unfolded", "decode_1lane_ctx32k_oprojfold_2")
 	// INFERNIX_BENCH_ATTN_TIMING=1 (with the attention compiled with
 	// ATTN_TIMING=1): the folded decode attention's block timeline at 512
 	// and 32K, graph-replayed (attn_timing_test.go).

@@ -66,7 +66,6 @@ type attnKernels struct {
 	mergeSplits           *kernel             // attn_merge_splits: decodeTCPrep's splits merged (unless INFERNIX_CUDA_ATTN_DEFER=0)
 	mergeWide             *kernel             // attn_merge_wide: the same where a launch has more than 64 splits' slots
 	oproj                 *kernel             // attn_oproj: a token's merge folded into the o-projection (oproj.go)
-	oprojStaged           *kernel             // attn_oproj_s: the same, its weights staged in shared memory
 	decodeTCPerSM         int                 // blocks of attn_decode_tc that fit an SM
 	decodeTC2             *kernel             // attn_decode_tc2 (INFERNIX_CUDA_DECODE_ATTN=tc2): the transposed products, G ≤ 8
 	decodeTC2Prep         *kernel             // and with attn_prep folded in
@@ -312,7 +311,6 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 		names["attn_merge_splits"] = &a.mergeSplits
 		names["attn_merge_wide"] = &a.mergeWide
 		names["attn_oproj"] = &a.oproj
-		names["attn_oproj_s"] = &a.oprojStaged
 		if g <= 8 { // the guard around attn_decode_tc2
 			names["attn_decode_tc2"] = &a.decodeTC2
 			names["attn_decode_tc2_prep"] = &a.decodeTC2Prep
@@ -333,13 +331,6 @@ func (b *Backend) attnFor(hd, g int, dt kvDType) (*attnKernels, error) {
 			continue
 		}
 		if err := b.drv.FuncSetAttribute(k.fn, driver.FuncAttrMaxDynamicShared, a.decodeSmem); err != nil {
-			return nil, err
-		}
-	}
-	if a.oprojStaged != nil {
-		// Eight blocks an SM need all of its shared memory, which the
-		// driver gives only when asked.
-		if err := b.drv.FuncSetAttribute(a.oprojStaged.fn, driver.FuncAttrPreferredCarveout, 100); err != nil {
 			return nil, err
 		}
 	}

@@ -29,9 +29,8 @@ type fuseMode struct {
 	mlp       bool
 	mlpBlocks int
 	// oproj: a one-token decode attention's merge folded into the
-	// o-projection (INFERNIX_CUDA_OPROJ=fold, fold-heads-staged); its runs
-	// are not used.
-	oproj oprojConfig
+	// o-projection (INFERNIX_CUDA_OPROJ=fold).
+	oproj bool
 }
 
 func fuseModes(b *Backend) []fuseMode {
@@ -51,8 +50,7 @@ func fuseModes(b *Backend) []fuseMode {
 		{name: "wide4", fuse: true, fz: all, fused: true, wide: 4},
 		{name: "mlp-fused", fuse: true, fz: all, pdl: b.pdlOK, fused: true, mlp: true},
 		{name: "mlp-fused-7", fuse: true, fz: all, fused: true, mlp: true, mlpBlocks: 7},
-		{name: "oproj-fold", fuse: true, fz: all, pdl: b.pdlOK, fused: true, oproj: oprojConfig{on: true}},
-		{name: "oproj-fold-staged", fuse: true, fz: all, pdl: b.pdlOK, fused: true, oproj: oprojConfig{on: true, headsFirst: true, staged: true}},
+		{name: "oproj-fold", fuse: true, fz: all, pdl: b.pdlOK, fused: true, oproj: true},
 	}
 }
 
@@ -60,10 +58,10 @@ func fuseModes(b *Backend) []fuseMode {
 // valid: records differ) and returns what restores the previous setting.
 func (b *Backend) setFuse(m fuseMode) func() {
 	b.flush()
-	fuse, fz, pdl, wide, deferMerge, cluster, mlp, oproj := b.fuse, b.fz, b.pdl, b.gemvWide, b.attnDefer, b.attnCluster, b.mlp, b.oproj
+	fuse, fz, pdl, wide, deferMerge, cluster, mlp, oproj := b.fuse, b.fz, b.pdl, b.gemvWide, b.attnDefer, b.attnCluster, b.mlp, b.oproj.on
 	b.fuse, b.fz, b.pdl, b.gemvWide, b.attnCluster = m.fuse, m.fz, m.pdl && b.pdl, m.wide, 0
 	b.mlp.on, b.mlp.blocks = m.mlp && b.mlpLoad(), m.mlpBlocks
-	b.oproj.on, b.oproj.headsFirst, b.oproj.staged = m.oproj.on, m.oproj.headsFirst, m.oproj.staged
+	b.oproj.on = m.oproj
 	if m.inKernelMerge {
 		b.attnDefer = false
 	}
@@ -74,7 +72,7 @@ func (b *Backend) setFuse(m fuseMode) func() {
 		b.flush()
 		b.fuse, b.fz, b.pdl, b.gemvWide, b.attnDefer, b.attnCluster = fuse, fz, pdl, wide, deferMerge, cluster
 		b.mlp.on, b.mlp.blocks = mlp.on, mlp.blocks
-		b.oproj.on, b.oproj.headsFirst, b.oproj.staged = oproj.on, oproj.headsFirst, oproj.staged
+		b.oproj.on = oproj
 	}
 }
 

@@ -23,10 +23,6 @@ type oprojConfig struct {
 	// so that a row group's heads, which read the same weight rows, are
 	// launched together; else the row group.
 	headsFirst bool
-	// staged: attn_oproj_s, whose blocks request all of their weights
-	// before the merge, most into shared memory (=fold-staged; with
-	// "heads" too, =fold-heads-staged).
-	staged bool
 }
 
 // oprojRows is OP_ROWS and oprojMaxZ OP_MAXZ in kernels/attention.cu.
@@ -36,11 +32,10 @@ const (
 )
 
 // mergeOp is a launch of attn_merge_splits (or attn_merge_wide, k) over
-// the partials of T tokens' decode attention into o; fold and foldStaged
-// are the module's attn_oproj and attn_oproj_s, or nil.
+// the partials of T tokens' decode attention into o; fold is the module's
+// attn_oproj, or nil.
 type mergeOp struct {
 	k, fold      *kernel
-	foldStaged   *kernel
 	nt           uint32
 	o, part, pos driver.DevPtr
 	T, heads, hd int
@@ -81,13 +76,6 @@ func (b *Backend) oprojTakes(p *pending, out, x driver.DevPtr, w *Tensor, T, I, 
 		return false
 	}
 	return true
-}
-
-// oprojStagedSmem is attn_oproj_s's dynamic shared memory at head dim hd:
-// OP_SU 16-byte loads a thread of its 128 (the head's hd/8 less the 3 it
-// keeps in registers).
-func oprojStagedSmem(hd int) int {
-	return max(hd/8-3, 0) * 128 * 16
 }
 
 // oprojScratchBytes is attn_oproj's scratch for heads query heads and O
@@ -139,9 +127,5 @@ func (b *Backend) launchOProj(q *pending) {
 		gx, gy = gy, gx
 	}
 	b.oproj.runs++
-	if b.oproj.staged && m.foldStaged != nil {
-		b.launch(m.foldStaged, gx, gy, 1, 128, 1, uint32(oprojStagedSmem(m.hd)), a[:]...)
-		return
-	}
 	b.launch(m.fold, gx, gy, 1, 128, 1, 0, a[:]...)
 }

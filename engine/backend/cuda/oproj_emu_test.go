@@ -15,10 +15,9 @@ import (
 // maximum above every split's, as a growing context leaves them); where
 // the context is one split it must take o as the attention left it; out
 // must match a float64 product of the same bf16 weights and sum resid +
-// out. Two launches in a row, the second attn_oproj_s (its weights staged
-// in shared memory, INFERNIX_CUDA_OPROJ=fold-staged) with the heads along
-// the grid's x (=fold-heads) and the blocks in other orders, must give the
-// same bits (the heads' shares add in head order, whichever
+// out. Two launches in a row, the second with the heads along the grid's
+// x (INFERNIX_CUDA_OPROJ=fold-heads) and the blocks in other orders, must
+// give the same bits (the heads' shares add in head order, whichever
 // block comes last) and leave every counter at zero.
 func TestAttnOProjEmulated(t *testing.T) {
 	t.Parallel()

@@ -11,11 +11,12 @@ import (
 
 // TestAttnOProjFold runs a Qwen3 layer's attention half (QK-norm, RoPE,
 // attention, o-projection, residual add) with INFERNIX_CUDA_OPROJ=fold
-// (and fold-heads-staged, attn_oproj_s) against the CPU over a prefill and decode steps whose context is one
-// split and several, for Qwen3-8B's head shape and smaller ones: the
-// attention's output, the product and the sum must match, and a decode
-// step of several splits must take 2 launches (the attention with its
-// prep folded in, then attn_oproj) where it takes 3 without the fold.
+// (and fold-heads) against the CPU over a prefill and decode steps whose
+// context is one split and several, for Qwen3-8B's head shape and
+// smaller ones: the attention's output, the product and the sum must
+// match, and a decode step of several splits must take 2 launches (the
+// attention with its prep folded in, then attn_oproj) where it takes 3
+// without the fold.
 func TestAttnOProjFold(t *testing.T) {
 	b := gpu(t)
 	if !b.fuse || !b.attnTC || !b.attnDefer {
@@ -23,15 +24,18 @@ func TestAttnOProjFold(t *testing.T) {
 	}
 	r := newRand(t)
 	for _, mode := range []struct {
-		name string
-		cfg  oprojConfig
-	}{{"fold", oprojConfig{on: true}}, {"staged", oprojConfig{on: true, headsFirst: true, staged: true}}, {"unfolded", oprojConfig{}}} {
+		name             string
+		fold, headsFirst bool
+	}{{"fold", true, false}, {"fold-heads", true, true}, {"unfolded", false, false}} {
 		for _, c := range []struct{ kvh, G, hd, pre int }{{8, 4, 128, 600}, {2, 4, 128, 30}, {1, 8, 64, 300}, {2, 4, 32, 200}} {
 			m := fuseModes(b)[0]
-			m.oproj = mode.cfg
+			m.oproj = mode.fold
 			t.Run(fmt.Sprintf("%s/kvh%d_g%d_hd%d_pre%d", mode.name, c.kvh, c.G, c.hd, c.pre), func(t *testing.T) {
 				defer b.setFuse(m)()
-				oprojCase(t, b, r, c.kvh, c.G, c.hd, c.pre, mode.cfg.on)
+				hf := b.oproj.headsFirst
+				b.oproj.headsFirst = mode.headsFirst // INFERNIX_CUDA_OPROJ=fold-heads
+				defer func() { b.oproj.headsFirst = hf }()
+				oprojCase(t, b, r, c.kvh, c.G, c.hd, c.pre, mode.fold)
 			})
 		}
 	}
@@ -106,7 +110,7 @@ func oprojCase(t *testing.T, b *Backend, r *rand.Rand, kvh, G, hd, pre int, fold
 }
 
 // TestModelOProjFold decodes one lane of a small random Qwen3 with
-// INFERNIX_CUDA_OPROJ=fold and with fold-heads-staged, through captured graphs, against the CPU as
+// INFERNIX_CUDA_OPROJ=fold, through captured graphs, against the CPU as
 // the other model tests do, from prompts long enough that its decode
 // attention splits (so that attn_oproj takes every layer's o-projection).
 func TestModelOProjFold(t *testing.T) {
@@ -115,23 +119,19 @@ func TestModelOProjFold(t *testing.T) {
 		t.Skip("fusion disabled")
 	}
 	r := newRand(t)
-	for _, staged := range []bool{false, true} {
-		t.Run(fmt.Sprintf("staged%v", staged), func(t *testing.T) {
-			m := fuseModes(b)[0]
-			m.oproj = oprojConfig{on: true, headsFirst: staged, staged: staged}
-			defer b.setFuse(m)()
-			cfg := smallConfig("Qwen3ForCausalLM")
-			seed := r.Uint64()
-			g := build(t, cfg, &testWeights{be: b, seed: seed}, b)
-			c := build(t, cfg, &testWeights{be: cpuBe, seed: seed}, cpuBe)
-			runs := b.oproj.runs
-			replayed(t, b, func() {
-				checkModels(t, g, c, bf16Model(t, cfg, seed, b.kvDT), prompts(r, cfg.VocabSize, 150), 16, 2e-2)
-			})
-			if b.oproj.runs == runs {
-				t.Fatal("no o-projection went through attn_oproj")
-			}
-			t.Logf("%d folded o-projections recorded", b.oproj.runs-runs)
-		})
+	m := fuseModes(b)[0]
+	m.oproj = true
+	defer b.setFuse(m)()
+	cfg := smallConfig("Qwen3ForCausalLM")
+	seed := r.Uint64()
+	g := build(t, cfg, &testWeights{be: b, seed: seed}, b)
+	c := build(t, cfg, &testWeights{be: cpuBe, seed: seed}, cpuBe)
+	runs := b.oproj.runs
+	replayed(t, b, func() {
+		checkModels(t, g, c, bf16Model(t, cfg, seed, b.kvDT), prompts(r, cfg.VocabSize, 150), 16, 2e-2)
+	})
+	if b.oproj.runs == runs {
+		t.Fatal("no o-projection went through attn_oproj")
 	}
+	t.Logf("%d folded o-projections recorded", b.oproj.runs-runs)
 }

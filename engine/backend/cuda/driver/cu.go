@@ -37,7 +37,6 @@ const (
 	FuncAttrNumRegs             = 4 // CU_FUNC_ATTRIBUTE_NUM_REGS
 	FuncAttrSharedSizeBytes     = 1 // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (static)
 	FuncAttrLocalSizeBytes      = 3 // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
-	FuncAttrPreferredCarveout   = 9 // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT (percent of the SM's L1 + shared)
 	StreamNonBlocking           = 1
 	CaptureModeThreadLocal      = 1
 	EventDefault                = 0

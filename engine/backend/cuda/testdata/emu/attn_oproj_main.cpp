@@ -8,8 +8,7 @@
 // [heads·zmax·PART_LD], o [heads·HD] f32 (the attention's output where its
 // context is one split), W [O·heads·HD] bf16, resid [O] f32.
 // stdout: attn_merge_splits's o [heads·HD]; then for each of two launches
-// in a row, attn_oproj and then attn_oproj_s (its weights staged in shared
-// memory) with hfirst set: o [heads·HD], out
+// of attn_oproj in a row (the second with hfirst set): o [heads·HD], out
 // [O], sum [O] (NaN where not written), the counters [O/OP_ROWS] int32,
 // which each launch must leave zero.
 #ifndef HD
@@ -51,11 +50,11 @@ int main() {
     p.resid = withResid ? resid.data() : nullptr, p.sum = sum.data();
     p.scr = scr.data(), p.cnt = cnt.data();
     p.heads = heads, p.zmax = zmax, p.chunk = chunk, p.O = O;
-    p.hfirst = run;  // the second launch with the heads along x, its weights staged
+    p.hfirst = run;  // the second launch with the heads along x
     if (run == 0) {
       emu_launch3(O / OP_ROWS, heads, 1, NT, seed + run, [=] { attn_oproj(p); });
     } else {
-      emu_launch3(heads, O / OP_ROWS, 1, NT, seed + run, [=] { attn_oproj_s(p); });
+      emu_launch3(heads, O / OP_ROWS, 1, NT, seed + run, [=] { attn_oproj(p); });
     }
     for (auto* v : {&o, &out, &sum}) fwrite(v->data(), 4, v->size(), stdout);
     fwrite(cnt.data(), 4, cnt.size(), stdout);

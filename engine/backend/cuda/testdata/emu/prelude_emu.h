@@ -104,17 +104,6 @@ template <> inline void load8<DT_F16>(const void* w, long i, float* f) { unpack_
 template <> inline void load8<DT_F32>(const void* w, long i, float* f) { std::memcpy(f, (const float*)w + i, 32); }
 
 inline float silu(float x) { return x / (1.f + expf(-x)); }
-template <int M, int N> inline void warp_reduce_scatter_round(float (&d)[N], int lane) {
-  const bool hi = (lane & M) != 0;
-  for (int j = 0; j < M; j++) {
-    const float keep = hi ? d[j + M] : d[j], send = hi ? d[j] : d[j + M];
-    d[j] = keep + __shfl_xor_sync(0xffffffffu, send, M);
-  }
-  if constexpr (M > 1) warp_reduce_scatter_round<M / 2>(d, lane);
-}
-template <int N> inline void warp_reduce_scatter(float (&d)[N], int lane) {
-  if constexpr (N > 1) warp_reduce_scatter_round<N / 2>(d, lane);
-}
 inline float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
