@@ -93,13 +93,7 @@ func TestMLPFusedEmulated(t *testing.T) {
 				}
 			}
 			for run := 0; run < 2; run++ {
-				read := func(n int) []float32 {
-					v := make([]float32, n)
-					if err := binary.Read(out, binary.LittleEndian, v); err != nil {
-						t.Fatal(err)
-					}
-					return v
-				}
+				read := emuFloats(t, out)
 				g, u, a, gm, gs, gh := read(F), read(F), read(F), read(I), read(I), read(I)
 				acc := read(I)
 				var cnt int32

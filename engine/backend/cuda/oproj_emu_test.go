@@ -85,13 +85,7 @@ func TestAttnOProjEmulated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			read := func(n int) []float32 {
-				v := make([]float32, n)
-				if err := binary.Read(stdout, binary.LittleEndian, v); err != nil {
-					t.Fatal(err)
-				}
-				return v
-			}
+			read := emuFloats(t, stdout)
 			merged := read(I)
 			if c.nz == 1 {
 				merged = o0

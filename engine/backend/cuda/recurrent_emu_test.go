@@ -157,13 +157,7 @@ func emulateRecurrent(t *testing.T, bin string, r *rand.Rand, c recCase, nt int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd := func(n int) []float32 {
-		v := make([]float32, n)
-		if err := binary.Read(stdout, binary.LittleEndian, v); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	rd := emuFloats(t, stdout)
 	vd := c.VH * c.VD
 	got := &recOutputs{conv: rd(T * C), convState: rd(len(in.conv)), core: rd(T * vd), rec: rd(len(in.rec)),
 		normed: rd(T * vd), sig: rd(T * vd), slice: rd(T * (C - 4))}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +36,19 @@ type emuBuild struct {
 }
 
 var emuBuilds sync.Map // name → *emuBuild
+
+// emuFloats returns a reader of an emulation's output: each call reads
+// the next n little-endian float32s, failing the test where they are
+// missing.
+func emuFloats(t *testing.T, r io.Reader) func(n int) []float32 {
+	return func(n int) []float32 {
+		v := make([]float32, n)
+		if err := binary.Read(r, binary.LittleEndian, v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
 
 // runEmu runs an emulation binary on input and returns its stdout; the
 // error names the binary and carries its stderr.
