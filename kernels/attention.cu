@@ -1801,7 +1801,7 @@ struct OProjP {
   const float* resid;  // [O] or null; may alias sum
   float* sum;          // [O] resid + out
   float* scr;          // [heads][O] each head's share
-  int* cnt;            // [O / OP_ROWS] zero on entry, left zero
+  int* cnt;            // [O / OP_ROWS] zero on entry, left zero (the host keeps a fixed count of them first in its scratch)
   int heads, zmax;
   int chunk, O;
   int hfirst;  // 1: blockIdx.x is the head and y the row group (a row group's heads launch together)

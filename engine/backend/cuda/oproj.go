@@ -26,9 +26,14 @@ type oprojConfig struct {
 }
 
 // oprojRows is OP_ROWS and oprojMaxZ OP_MAXZ in kernels/attention.cu.
+// oprojCounters is how many row-group counters start the scratch, whatever
+// the launch's O: the heads' shares follow them and are not left zero, so
+// a launch with fewer row groups must not put its shares where another's
+// counters are (O ≤ oprojCounters·oprojRows).
 const (
-	oprojRows = 128
-	oprojMaxZ = 64
+	oprojRows     = 128
+	oprojMaxZ     = 64
+	oprojCounters = 256
 )
 
 // mergeOp is a launch of attn_merge_splits (or attn_merge_wide, k) over
@@ -67,7 +72,7 @@ func (b *Backend) holdMerge(m mergeOp) bool {
 // apart.
 func (b *Backend) oprojTakes(p *pending, out, x driver.DevPtr, w *Tensor, T, I, O int) bool {
 	m := &p.mrg
-	if p.kind != pendMerge || T != 1 || x != m.o || w.dt != backend.BF16 || I != m.heads*m.hd || O%oprojRows != 0 ||
+	if p.kind != pendMerge || T != 1 || x != m.o || w.dt != backend.BF16 || I != m.heads*m.hd || O%oprojRows != 0 || O > oprojCounters*oprojRows ||
 		out == m.o || out == m.part {
 		return false
 	}
@@ -79,9 +84,9 @@ func (b *Backend) oprojTakes(p *pending, out, x driver.DevPtr, w *Tensor, T, I, 
 }
 
 // oprojScratchBytes is attn_oproj's scratch for heads query heads and O
-// output rows: a counter a row group, then the heads' shares [heads][O].
+// output rows: oprojCounters counters, then the heads' shares [heads][O].
 func oprojScratchBytes(heads, O int) uint64 {
-	return uint64(4 * (O/oprojRows + heads*O))
+	return uint64(4 * (oprojCounters + heads*O))
 }
 
 // oprojTakeResid makes out = a + c, one of them the held attn_oproj's
@@ -118,7 +123,7 @@ func (b *Backend) launchOProj(q *pending) {
 	var a [12]uint64
 	a[0], a[1], a[2], a[3], a[4] = ptr(j.w.ptr), ptr(m.part), ptr(m.pos), ptr(m.o), ptr(j.out)
 	a[5], a[6] = ptr(q.resid), ptr(q.sum)
-	a[7], a[8] = ptr(s+driver.DevPtr(4*groups)), ptr(s)
+	a[7], a[8] = ptr(s+4*oprojCounters), ptr(s)
 	a[9] = argPair(i32(m.heads), i32(m.zmax))
 	a[10] = argPair(i32(m.chunk), i32(j.O))
 	gx, gy := uint32(groups), uint32(m.heads)
