@@ -66,6 +66,9 @@ type Engine struct {
 	Backend     backend.Backend
 	Sched       *sched.Scheduler
 	WeightBytes int64
+	// DecodeBytes is what of WeightBytes one lane's decode step reads (the
+	// numerator of its memory roofline; model.Unread says what it skips).
+	DecodeBytes int64
 	ck          *checkpoint
 	// Persist is the data directory (nil without one); PrefixTier its
 	// prefix-cache tier for this model (nil when not persisted).
@@ -131,6 +134,10 @@ func Load(path string, opt Options) (*Engine, error) {
 		e.WeightBytes = w.Bytes
 	case *model.GGUFWeights:
 		e.WeightBytes = w.Bytes
+	}
+	e.DecodeBytes = e.WeightBytes
+	if u, ok := e.Model.(model.Unread); ok {
+		e.DecodeBytes = max(e.WeightBytes-u.UnreadPerToken(), 1)
 	}
 	if e.Text, err = ck.text(opt.ChatTemplate); err != nil {
 		e.Close()

@@ -65,3 +65,25 @@ func TestLoadErrors(t *testing.T) {
 		}
 	}
 }
+
+// DecodeBytes leaves out what a one-lane decode step does not read: all but
+// one row of an untied embedding table and the routed experts past top-k.
+func TestDecodeBytes(t *testing.T) {
+	for _, tc := range []struct {
+		model  string
+		unread int64
+	}{
+		{"qwen3-tied-f32", 0},
+		{"qwen3-untied-bf16", 999 * 96 * 2},             // vocab 1000 × hidden 96, bf16
+		{"qwen3moe-bf16", 511*64*2 + 2*(8-2)*3*48*64*2}, // 2 layers, 8 experts, top 2, 48 × 64 each
+	} {
+		e, err := Load(filepath.Join(testdata, "models", tc.model), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.WeightBytes <= tc.unread || e.DecodeBytes != e.WeightBytes-tc.unread {
+			t.Errorf("%s: %d of %d bytes read a decode step, want %d unread", tc.model, e.DecodeBytes, e.WeightBytes, tc.unread)
+		}
+		e.Close()
+	}
+}

@@ -23,6 +23,7 @@ type benchResult struct {
 	Model           string  `json:"model"`
 	Device          string  `json:"device"`
 	WeightBytes     int64   `json:"weight_bytes"`
+	DecodeBytes     int64   `json:"decode_weight_bytes"` // what one decode step reads of them
 	LoadSeconds     float64 `json:"load_s"`
 	PromptTokens    int     `json:"prompt_tokens"`
 	DecodeTokens    int     `json:"decode_tokens"`
@@ -113,17 +114,18 @@ func cmdBench(args []string, stdout io.Writer) error {
 	if runErr != nil {
 		return runErr
 	}
-	res := benchResult{Model: ef.model, Device: e.Backend.Name(), WeightBytes: e.WeightBytes, LoadSeconds: loadTime.Seconds(),
+	res := benchResult{Model: ef.model, Device: e.Backend.Name(), WeightBytes: e.WeightBytes, DecodeBytes: e.DecodeBytes, LoadSeconds: loadTime.Seconds(),
 		PromptTokens: *promptN, DecodeTokens: *decodeN,
 		PrefillTokPerS: float64(*promptN) / prefill.Seconds(), DecodeTokPerS: float64(*decodeN) / decode.Seconds()}
-	// The decode limit: every weight read once per token at the backend's
-	// measured bandwidth (the CPU's streaming read, a GPU's device copy).
+	// The decode limit: every weight a step reads, read once per token at the
+	// backend's measured bandwidth (the CPU's streaming read, a GPU's device
+	// copy).
 	if bm, ok := e.Backend.(backend.BandwidthMeter); ok {
 		var bw float64
 		var bwErr error
 		if err := e.Sched.Run(func() { bw, bwErr = bm.MeasureBandwidth() }); err == nil && bwErr == nil && bw > 0 {
 			res.MemBandwidthGBs = bw / 1e9
-			res.RooflineTokPerS = bw / float64(max(e.WeightBytes, 1))
+			res.RooflineTokPerS = bw / float64(max(e.DecodeBytes, 1))
 			res.RooflineRatio = res.DecodeTokPerS / res.RooflineTokPerS
 		}
 	}
@@ -157,7 +159,8 @@ func cmdBench(args []string, stdout io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Fprintf(stdout, "model        %s (%s, %.2f GB weights)\n", res.Model, res.Device, float64(res.WeightBytes)/1e9)
+	fmt.Fprintf(stdout, "model        %s (%s, %.2f GB weights, %.2f GB read a decode step)\n", res.Model, res.Device,
+		float64(res.WeightBytes)/1e9, float64(res.DecodeBytes)/1e9)
 	fmt.Fprintf(stdout, "load         %8.2f s\n", res.LoadSeconds)
 	fmt.Fprintf(stdout, "prefill      %8.1f tok/s (%d tokens)\n", res.PrefillTokPerS, res.PromptTokens)
 	fmt.Fprintf(stdout, "decode       %8.2f tok/s (%d tokens at context %d)\n", res.DecodeTokPerS, res.DecodeTokens, res.PromptTokens)

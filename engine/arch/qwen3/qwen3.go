@@ -45,7 +45,18 @@ type Model struct {
 var (
 	_ model.Model    = (*Model)(nil)
 	_ model.Sampling = (*Model)(nil)
+	_ model.Unread   = (*Model)(nil)
 )
+
+// UnreadPerToken (model.Unread): the embedding rows and routed experts a
+// one-lane decode step skips.
+func (m *Model) UnreadPerToken() int64 {
+	moes := make([]*backend.MoE, 0, len(m.layers))
+	for i := range m.layers {
+		moes = append(moes, m.layers[i].moe)
+	}
+	return model.UnreadPerToken(m.embed, m.lmHead, moes...)
+}
 
 // New builds the model from checkpoint weights.
 func New(cfg *model.Config, w model.WeightSource, be backend.Backend, opt model.Options) (model.Model, error) {
