@@ -70,6 +70,9 @@ func cmdBench(args []string, stdout io.Writer) error {
 	for i := range blocks {
 		blocks[i] = int32(i)
 	}
+	if need, most := *promptN+*decodeN, e.Config.Text().MaxPositionEmbeddings; need > most {
+		return fmt.Errorf("--prompt-tokens + --decode-tokens = %d positions, past the model's %d (max_position_embeddings)", need, most)
+	}
 	if len(blocks) > m.KVBlocks() {
 		return fmt.Errorf("the KV cache holds %d blocks, the benchmark needs %d: raise --context", m.KVBlocks(), len(blocks))
 	}

@@ -90,6 +90,31 @@ func TestBenchReportsItsLimit(t *testing.T) {
 	}
 }
 
+// TestBenchRooflineReadsWhatDecodeReads: with an untied embedding table the
+// roofline divides the bandwidth by the bytes a decode step reads, not by
+// every loaded byte; a run longer than the model's context is refused.
+func TestBenchRooflineReadsWhatDecodeReads(t *testing.T) {
+	dir := filepath.Join(testdata, "models", "qwen3-untied-bf16") // vocab 1000 × hidden 96, bf16
+	stdout, stderr, code := cli(t, "bench", "--model", dir, "--device", "cpu", "--prompt-tokens", "8", "--decode-tokens", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r benchResult
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v: %q", err, stdout)
+	}
+	if r.DecodeBytes != r.WeightBytes-999*96*2 {
+		t.Errorf("%d of %d bytes read a decode step, want all but 999 embedding rows", r.DecodeBytes, r.WeightBytes)
+	}
+	if want := r.MemBandwidthGBs * 1e9 / float64(r.DecodeBytes); r.RooflineTokPerS < want*0.999 || r.RooflineTokPerS > want*1.001 {
+		t.Errorf("roofline %.1f tok/s, want bandwidth / decode bytes = %.1f", r.RooflineTokPerS, want)
+	}
+	_, stderr, code = cli(t, "bench", "--model", dir, "--device", "cpu", "--prompt-tokens", "250", "--decode-tokens", "10")
+	if code == 0 || !strings.Contains(stderr, "max_position_embeddings") {
+		t.Errorf("a run past the model's 256 positions: exit %d, %q", code, stderr)
+	}
+}
+
 // TestBenchTTFT: --ttft times a prompt through the scheduler cold and then
 // with every full block but the last from the prefix cache.
 func TestBenchTTFT(t *testing.T) {
