@@ -31,7 +31,7 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	}
 	p, err := open(key, v)
 	if err != nil {
-		s.dropCorrupt(key)
+		s.dropCorrupt(key, v)
 		return nil, ErrNotFound
 	}
 	return p, nil

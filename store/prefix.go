@@ -202,15 +202,24 @@ func (p *PrefixStore) loadIndex() error {
 		delete(metas, ek)
 		p.addLocked(e)
 	}
-	// Metadata left over belongs to entries deleted without it.
+	// Metadata left over belongs to entries deleted without it. Deleting it
+	// is housekeeping: a failure (a full disk) is logged, and the entries
+	// indexed are served all the same.
+	if len(metas) == 0 {
+		return nil
+	}
 	wb := p.s.db.NewWriteBatch()
 	defer wb.Cancel()
 	for ek := range metas {
 		if err := wb.Delete(p.metaKey(ek)); err != nil {
-			return err
+			p.s.writeFailed("removing orphaned prefix-cache scores", err)
+			return nil
 		}
 	}
-	return wb.Flush()
+	if err := wb.Flush(); err != nil {
+		p.s.writeFailed("removing orphaned prefix-cache scores", err)
+	}
+	return nil
 }
 
 // addLocked indexes a new entry; removeLocked forgets one.
@@ -294,7 +303,8 @@ func (p *PrefixStore) Load(k prefix.Key, dst []byte) error {
 		return fmt.Errorf("prefix block %s: %w", k, err)
 	}
 	if len(payload) != p.blockBytes {
-		p.drop(entryKey{k, kindBlock}, true)
+		ek := entryKey{k, kindBlock}
+		p.drop(ek, true, seal(p.dbKey(ek), payload))
 		return fmt.Errorf("prefix block %s: %w", k, errCorrupt)
 	}
 	copy(dst, payload)
@@ -320,7 +330,7 @@ func (p *PrefixStore) read(ek entryKey) ([]byte, error) {
 		payload, err = open(key, v)
 	}
 	if err != nil {
-		p.drop(ek, err == errCorrupt)
+		p.drop(ek, err == errCorrupt, v)
 		return nil, err
 	}
 	p.mu.Lock()
@@ -333,16 +343,16 @@ func (p *PrefixStore) read(ek entryKey) ([]byte, error) {
 	return payload, nil
 }
 
-// drop forgets an entry that cannot be served; a corrupt one is deleted and
-// counted.
-func (p *PrefixStore) drop(ek entryKey, corrupt bool) {
+// drop forgets an entry that cannot be served; a corrupt one (seen: the
+// value read) is deleted and counted.
+func (p *PrefixStore) drop(ek entryKey, corrupt bool, seen []byte) {
 	p.mu.Lock()
 	if e := p.index[ek]; e != nil {
 		p.removeLocked(e)
 	}
 	p.mu.Unlock()
 	if corrupt {
-		p.s.dropCorrupt(p.dbKey(ek))
+		p.s.dropCorrupt(p.dbKey(ek), seen)
 	}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/infernix/infernix/engine/prefix"
@@ -59,4 +60,42 @@ func TestDiskFullPauses(t *testing.T) {
 	if err := s.AddUsage("2026-12-01", "k", "m", Usage{Requests: 1}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzDecodeRecords: the record decoders (a score, a usage row, a prefix
+// key) never panic on arbitrary stored bytes, and accept only what the
+// matching encoder writes under that key.
+func FuzzDecodeRecords(f *testing.F) {
+	mk := []byte("pfx/0123456789abcdef01234567/mb0123456789abcdef")
+	f.Add(mk, sealMeta(mk, entryMeta{score: 12.5, size: 1005}))
+	uk := usageKey("2026-12-01", "anonymous", "qwen")
+	f.Add(uk, seal(uk, encodeUsage(Usage{Requests: 3, PromptTokens: 100})))
+	f.Add([]byte("k"), []byte{1, 0, 0, 0, 0})
+	f.Add([]byte(""), []byte{})
+	f.Fuzz(func(t *testing.T, key, v []byte) {
+		if m, ok := openMeta(key, v); ok {
+			if math.IsNaN(float64(m.score)) || math.IsInf(float64(m.score), 0) || m.size <= 0 {
+				t.Fatalf("invalid score accepted: %+v", m)
+			}
+			if !bytes.Equal(sealMeta(key, m), v) {
+				t.Fatalf("score %+v does not re-encode to %x", m, v)
+			}
+		}
+		if u, err := decodeUsage(key, v); err == nil {
+			if !bytes.Equal(seal(key, encodeUsage(u)), v) {
+				t.Fatalf("usage %+v does not re-encode to %x", u, v)
+			}
+		} else if u != (Usage{}) {
+			t.Fatalf("a rejected usage row returned %+v", u)
+		}
+		if kd, ok := prefixEntry(v); ok {
+			want := len(prefix.Key{})
+			if kd == kindSnapshot {
+				want++
+			}
+			if len(v) != want {
+				t.Fatalf("a %d-byte key read as kind %c", len(v), kd)
+			}
+		}
+	})
 }

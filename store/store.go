@@ -9,6 +9,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -45,6 +46,7 @@ type Store struct {
 	log     *slog.Logger
 	corrupt atomic.Uint64
 	paused  atomic.Bool // a write failed for lack of space: persistence stops
+	usageMu sync.Mutex  // serializes AddUsage's read-modify-writes
 	warn    sync.Once
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -206,11 +208,26 @@ func open(key, v []byte) ([]byte, error) {
 	return v[5:], nil
 }
 
-// dropCorrupt deletes a bad entry and counts it.
-func (s *Store) dropCorrupt(key []byte) {
+// dropCorrupt deletes a bad entry and counts it. seen is the value found
+// bad: it is deleted only while it is still the key's value, so that one
+// written since (a Put racing the read) is kept.
+func (s *Store) dropCorrupt(key, seen []byte) {
 	s.corrupt.Add(1)
 	k := append([]byte(nil), key...)
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(k) }); err != nil {
+	err := s.db.Update(func(txn *badger.Txn) error {
+		it, err := txn.Get(k)
+		if err != nil {
+			return err
+		}
+		if cur, err := it.ValueCopy(nil); err == nil && !bytes.Equal(cur, seen) {
+			return nil // rewritten since (an unreadable value goes)
+		}
+		return txn.Delete(k)
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) || errors.Is(err, badger.ErrConflict) {
+		return // already gone, or rewritten while we looked
+	}
+	if err != nil {
 		s.writeFailed("drop corrupt entry", err)
 	}
 }

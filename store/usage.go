@@ -58,12 +58,16 @@ func usageKey(day, key, model string) []byte {
 }
 
 // AddUsage adds u to the row of (day, key label, model). It is a
-// read-modify-write transaction, retried on conflict.
+// read-modify-write transaction; adds in this process are serialized (so
+// that concurrent requests do not lose them to conflicts), and a conflict
+// is still retried.
 func (s *Store) AddUsage(day, keyLabel, model string, u Usage) error {
 	if s.Paused() {
 		return nil
 	}
 	k := usageKey(day, keyLabel, model)
+	s.usageMu.Lock()
+	defer s.usageMu.Unlock()
 	for try := 0; ; try++ {
 		err := s.db.Update(func(txn *badger.Txn) error {
 			var cur Usage

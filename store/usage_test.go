@@ -84,3 +84,39 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("corrupt row: %+v, %d counted", rows, s.Corrupt())
 	}
 }
+
+// TestUsageContention: every add of many concurrent requests to one row is
+// counted and none fails (a lost conflict must not drop a request's usage).
+func TestUsageContention(t *testing.T) {
+	for _, tc := range []struct{ writers, adds int }{{8, 10}, {64, 20}} {
+		s := mustOpen(t, t.TempDir())
+		var wg sync.WaitGroup
+		errs := make(chan error, tc.writers*tc.adds)
+		for g := 0; g < tc.writers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < tc.adds; i++ {
+					if err := s.AddUsage("2026-12-02", "k", "m", Usage{Requests: 1, PromptTokens: 3}); err != nil {
+						errs <- err
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		failed := 0
+		for range errs {
+			failed++
+		}
+		rows, err := s.Usage(UsageQuery{})
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int64(tc.writers * tc.adds)
+		if failed != 0 || len(rows) != 1 || rows[0].Requests != n || rows[0].PromptTokens != 3*n {
+			t.Errorf("%d writers × %d adds: %d failed, rows %+v; want one row of %d requests", tc.writers, tc.adds, failed, rows, n)
+		}
+	}
+}

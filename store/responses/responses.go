@@ -4,6 +4,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -47,6 +48,11 @@ func (r *Store) Get(id string) (*server.StoredResponse, error) {
 	var rec record
 	if err := json.Unmarshal(v, &rec); err != nil {
 		return nil, fmt.Errorf("stored response %s: %w", id, err)
+	}
+	// What Put writes: a JSON response and a JSON array of messages.
+	conv := bytes.TrimSpace(rec.Conversation)
+	if !json.Valid(rec.Response) || !json.Valid(conv) || conv[0] != '[' {
+		return nil, fmt.Errorf("stored response %s: not a response record of this version", id)
 	}
 	return &server.StoredResponse{ID: id, Response: rec.Response, Conversation: rec.Conversation}, nil
 }

@@ -56,3 +56,41 @@ func TestResponses(t *testing.T) {
 		t.Fatalf("expired: %v", err)
 	}
 }
+
+// TestMalformedRecord: a stored value whose seal checks but which is not a
+// record this version writes (another version's format, a bad write) is an
+// error, never a response with empty or invalid JSON.
+func TestMalformedRecord(t *testing.T) {
+	kv, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Close()
+	r := New(kv, time.Hour)
+	for _, tc := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"valid", `{"response":"eyJpZCI6InIifQ==","conversation":"W10="}`, true}, // {"id":"r"}, []
+		{"empty object", `{}`, false},
+		{"raw response object", `{"id":"resp_x","object":"response","output":[]}`, false},
+		{"response not JSON", `{"response":"bm90IGpzb24=","conversation":"W10="}`, false},
+		{"conversation not an array", `{"response":"eyJpZCI6InIifQ==","conversation":"e30="}`, false},
+		{"not JSON", `response`, false},
+	} {
+		id := "resp_" + tc.name
+		if err := kv.Put([]byte("rsp/"+id), []byte(tc.value), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Get(id)
+		if tc.ok {
+			if err != nil || string(got.Response) != `{"id":"r"}` || string(got.Conversation) != `[]` {
+				t.Errorf("%s: %+v, %v", tc.name, got, err)
+			}
+			continue
+		}
+		if err == nil || errors.Is(err, server.ErrResponseNotFound) {
+			t.Errorf("%s: got %+v, %v; want a malformed-record error", tc.name, got, err)
+		}
+	}
+}
