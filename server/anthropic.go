@@ -103,7 +103,7 @@ func (s *Server) handleMessages(c *fiber.Ctx) error {
 	setSSEHeaders(c)
 	promptTokens := len(j.prompt)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		s.guardStream(w, func() {
+		s.guardStreamAs(w, true, func() {
 			enc.w = w
 			enc.start(promptTokens)
 			res := g.run(enc.emit)

@@ -148,16 +148,17 @@ func (s *Server) chatJob(req *chatRequest) (*job, *APIError) {
 	}
 	ids := s.eng.Tokenizer.Encode(p.text)
 	j := &job{
-		prompt:      ids,
-		prefill:     p.prefill,
-		maxTokens:   s.maxTokensFor(req.gen.maxTokens, len(ids)),
-		sampling:    s.samplingParams(&req.gen),
-		ignoreEOS:   req.gen.ignoreEOS,
-		stop:        req.gen.stop,
-		stopTokens:  req.gen.stopTokenIDs,
-		logprobs:    -1,
-		skipSpecial: req.gen.skipSpecialTokens,
-		thinkBudget: budget,
+		prompt:         ids,
+		prefill:        p.prefill,
+		maxTokens:      s.maxTokensFor(req.gen.maxTokens, len(ids)),
+		maxTokensParam: req.gen.maxTokensParam,
+		sampling:       s.samplingParams(&req.gen),
+		ignoreEOS:      req.gen.ignoreEOS,
+		stop:           req.gen.stop,
+		stopTokens:     req.gen.stopTokenIDs,
+		logprobs:       -1,
+		skipSpecial:    req.gen.skipSpecialTokens,
+		thinkBudget:    budget,
 	}
 	if s.eng.Sched != nil && s.eng.Sched.KeepsSnapshots() {
 		j.sharedPrefix = s.sharedPrefix(req, budget, ids)

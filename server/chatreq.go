@@ -46,7 +46,8 @@ type chatRequest struct {
 // Unset sampling fields stay nil: the model's generation_config applies.
 type genParams struct {
 	model                             string
-	maxTokens                         int // -1: not given
+	maxTokens                         int    // -1: not given
+	maxTokensParam                    string // the field maxTokens came from, for errors ("": max_tokens)
 	temperature, topP, minP           *float64
 	topK                              *int
 	presencePenalty, frequencyPenalty *float64
@@ -541,7 +542,7 @@ func decodeGen(f fields, g *genParams, vocab int, chat bool) *APIError {
 		if v, set, e := optInt(f, name, name, lo, math.MaxInt32); e != nil {
 			return e
 		} else if set {
-			g.maxTokens = int(v)
+			g.maxTokens, g.maxTokensParam = int(v), name
 		}
 	}
 	floats := []struct {

@@ -19,12 +19,15 @@ type job struct {
 	// prefill is assistant text the server appended to the rendered prompt
 	// (a forced tool call's opening); it is fed to the output parsers as if
 	// the model had generated it, so the client sees a complete call.
-	prefill    string
-	maxTokens  int
-	sampling   sample.Params
-	ignoreEOS  bool
-	stop       []string
-	stopTokens []int32 // the request's own stop ids, on top of the model's
+	prefill   string
+	maxTokens int
+	// maxTokensParam is the request field maxTokens came from, for the
+	// context-length error ("": max_tokens).
+	maxTokensParam string
+	sampling       sample.Params
+	ignoreEOS      bool
+	stop           []string
+	stopTokens     []int32 // the request's own stop ids, on top of the model's
 	// logprobs < 0: none; else alternatives per token (0 = chosen only).
 	logprobs       int
 	promptLogprobs bool
@@ -159,7 +162,7 @@ func (s *Server) submit(j *job, conn net.Conn, arrived time.Time) (*generation, 
 	events, err := s.eng.Sched.Submit(ctx, r)
 	if err != nil {
 		cancel()
-		return nil, submitError(err)
+		return nil, submitError(err, j.maxTokensParam)
 	}
 	return &generation{s: s, job: j, ctx: ctx, cancel: cancel, events: events, conn: conn, arrived: arrived}, nil
 }
@@ -176,15 +179,18 @@ func samplingError(err error) *APIError {
 	return badRequest(param, "%s", msg)
 }
 
-func submitError(err error) *APIError {
+func submitError(err error, maxTokensParam string) *APIError {
+	if maxTokensParam == "" {
+		maxTokensParam = "max_tokens"
+	}
 	var ce *sched.ContextError
 	switch {
 	case errors.Is(err, sched.ErrQueueFull):
 		return &APIError{Status: 429, Type: "rate_limit_error", Code: "queue_full", RetryAfter: 1,
 			Message: "the server is busy: its request queue is full (--max-queue); retry shortly"}
 	case errors.As(err, &ce):
-		e := &APIError{Status: 400, Type: "invalid_request_error", Param: "max_tokens", Code: "context_length_exceeded",
-			Message: ce.Error() + "; shorten the prompt or lower max_tokens"}
+		e := &APIError{Status: 400, Type: "invalid_request_error", Param: maxTokensParam, Code: "context_length_exceeded",
+			Message: ce.Error() + "; shorten the prompt or lower " + maxTokensParam}
 		if ce.Prompt >= ce.Context {
 			e.Param = "" // the prompt alone does not fit: no max_tokens helps
 			e.Message = ce.Error() + "; the prompt alone does not fit: shorten it"
@@ -226,6 +232,7 @@ func (g *generation) run(emit func(*output) error) *result {
 	dec := s.eng.Tokenizer.NewStreamDecoder(j.skipSpecial)
 	var last time.Time
 	var final sched.Event
+	awaitScores := j.promptLogprobs
 	for {
 		var ev sched.Event
 		var ok bool
@@ -246,7 +253,10 @@ func (g *generation) run(emit func(*output) error) *result {
 			final = ev
 			break
 		}
-		if ev.PromptLogprobs != nil {
+		if ev.PromptLogprobs != nil || awaitScores {
+			// The prompt's scores come first, once; a one-token prompt has
+			// none (a nil slice), which is no generated token either.
+			awaitScores = false
 			res.promptLogprobs = ev.PromptLogprobs
 			continue
 		}

@@ -21,7 +21,8 @@ func (s *Server) handleChat(c *fiber.Ctx) error {
 		return err
 	}
 	ri := info(c)
-	enc := &chatEncoder{s: s, id: newID("chatcmpl-"), created: arrived.Unix(), logprobs: req.logprobs, asIDs: req.gen.tokensAsIDs}
+	enc := &chatEncoder{s: s, id: newID("chatcmpl-"), created: arrived.Unix(), logprobs: req.logprobs, asIDs: req.gen.tokensAsIDs,
+		usageNull: req.stream && req.includeUsage}
 	ri.entry.ID, ri.entry.Model, ri.entry.Stream = enc.id, s.modelName, req.stream
 	ri.entry.PromptTokens = len(j.prompt)
 	g, err := s.submit(j, c.Context().Conn(), arrived)
@@ -105,8 +106,11 @@ type chatEncoder struct {
 	created  int64
 	logprobs bool
 	asIDs    bool // token strings as "token_id:N"
+	// usageNull: stream_options.include_usage, under which every chunk
+	// before the usage chunk carries "usage": null, as OpenAI's do.
+	usageNull bool
 
-	// non-streaming
+	// non-streaming (reasoning also when streaming: for its token count)
 	content, reasoning strings.Builder
 	calls              []collectedCall
 	lps                []tokenLogprob
@@ -205,8 +209,28 @@ func (e *chatEncoder) appendResponse(b []byte, res *result) []byte {
 		b = appendString(b, res.stopString)
 	}
 	b = append(b, `}],"usage":`...)
-	b = appendUsage(b, res)
+	b = appendChatUsage(b, res, e.reasoningTokens())
 	return append(b, '}')
+}
+
+// reasoningTokens counts the reasoning output's tokens for
+// usage.completion_tokens_details (re-encoded, as the Responses API's
+// encoder does: the pipeline does not count tokens per output kind).
+func (e *chatEncoder) reasoningTokens() int {
+	if e.reasoning.Len() == 0 || e.s == nil || e.s.eng == nil || e.s.eng.Tokenizer == nil {
+		return 0
+	}
+	return len(e.s.eng.Tokenizer.Encode(e.reasoning.String()))
+}
+
+// appendChatUsage is appendUsage with completion_tokens_details, which
+// chat completions report (reasoning_tokens: the thinking's share of
+// completion_tokens).
+func appendChatUsage(b []byte, res *result, reasoningTokens int) []byte {
+	b = appendUsage(b, res)
+	b = append(b[:len(b)-1], `,"completion_tokens_details":{"reasoning_tokens":`...)
+	b = appendInt(b, int64(reasoningTokens))
+	return append(b, "}}"...)
 }
 
 // openAIFinish maps the engine's reasons to OpenAI's; a cancelled request
@@ -284,7 +308,8 @@ func (e *chatEncoder) writeRole() {
 	b := e.appendHead(append(e.buf[:0], "data: "...), "chat.completion.chunk")
 	b = append(b, `,"choices":[{"index":0,`...)
 	e.prefix = append(e.prefix[:0], b...)
-	b = append(b, `"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	b = append(b, `"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
+	b = closeChunk(b, e.usageNull)
 	e.buf = b
 	e.w.Write(b)
 	e.w.Flush()
@@ -299,6 +324,7 @@ func (e *chatEncoder) stream(o *output) error {
 		b = append(b, `"content":`...)
 		b = appendString(b, o.text)
 	case outReasoning:
+		e.reasoning.WriteString(o.text) // for the usage chunk's reasoning_tokens
 		b = append(b, `"reasoning_content":`...)
 		b = appendString(b, o.text)
 		b = append(b, `,"reasoning":`...)
@@ -324,12 +350,22 @@ func (e *chatEncoder) stream(o *output) error {
 	} else {
 		b = append(b, "null"...)
 	}
-	b = append(b, `,"finish_reason":null}]}`+"\n\n"...)
+	b = append(b, `,"finish_reason":null}]`...)
+	b = closeChunk(b, e.usageNull)
 	e.buf = b
 	if _, err := e.w.Write(b); err != nil {
 		return err
 	}
 	return e.w.Flush()
+}
+
+// closeChunk ends a chunk whose choices array is closed: with
+// "usage": null when the stream ends with a usage chunk.
+func closeChunk(b []byte, usageNull bool) []byte {
+	if usageNull {
+		b = append(b, `,"usage":null`...)
+	}
+	return append(b, "}\n\n"...)
 }
 
 // writeEnd sends the finish chunk (or an error event), the usage chunk when
@@ -354,12 +390,13 @@ func (e *chatEncoder) writeEnd(res *result, includeUsage bool) {
 			b = append(b, `,"stop_reason":`...)
 			b = appendString(b, res.stopString)
 		}
-		b = append(b, "}]}\n\n"...)
+		b = append(b, "}]"...)
+		b = closeChunk(b, e.usageNull)
 		if includeUsage {
 			b = append(b, "data: "...)
 			b = e.appendHead(b, "chat.completion.chunk")
 			b = append(b, `,"choices":[],"usage":`...)
-			b = appendUsage(b, res)
+			b = appendChatUsage(b, res, e.reasoningTokens())
 			b = append(b, "}\n\n"...)
 		}
 	}

@@ -35,15 +35,16 @@ func (s *Server) handleCompletions(c *fiber.Ctx) error {
 		return aerr
 	}
 	j := &job{
-		prompt:      ids,
-		maxTokens:   req.gen.maxTokens,
-		sampling:    s.samplingParams(&req.gen),
-		ignoreEOS:   req.gen.ignoreEOS,
-		stop:        req.gen.stop,
-		stopTokens:  req.gen.stopTokenIDs,
-		logprobs:    req.logprobs,
-		skipSpecial: req.gen.skipSpecialTokens,
-		thinkBudget: -1,
+		prompt:         ids,
+		maxTokens:      req.gen.maxTokens,
+		maxTokensParam: req.gen.maxTokensParam,
+		sampling:       s.samplingParams(&req.gen),
+		ignoreEOS:      req.gen.ignoreEOS,
+		stop:           req.gen.stop,
+		stopTokens:     req.gen.stopTokenIDs,
+		logprobs:       req.logprobs,
+		skipSpecial:    req.gen.skipSpecialTokens,
+		thinkBudget:    -1,
 	}
 	if req.echo && req.logprobs >= 0 && !req.stream {
 		j.promptLogprobs, j.promptTop = true, req.logprobs
@@ -57,7 +58,8 @@ func (s *Server) handleCompletions(c *fiber.Ctx) error {
 		return aerr
 	}
 	ri := info(c)
-	enc := &complEncoder{s: s, id: newID("cmpl-"), created: arrived.Unix(), logprobs: req.logprobs >= 0, asIDs: req.gen.tokensAsIDs}
+	enc := &complEncoder{s: s, id: newID("cmpl-"), created: arrived.Unix(), logprobs: req.logprobs >= 0, asIDs: req.gen.tokensAsIDs,
+		usageNull: req.stream && req.includeUse}
 	ri.entry.ID, ri.entry.Model, ri.entry.Stream = enc.id, s.modelName, req.stream
 	ri.entry.PromptTokens = len(ids)
 	g, aerr := s.submit(j, c.Context().Conn(), arrived)
@@ -109,6 +111,8 @@ type complEncoder struct {
 	logprobs bool
 	asIDs    bool
 	echo     string
+	// usageNull: stream_options.include_usage (see chatEncoder).
+	usageNull bool
 
 	text strings.Builder
 	lps  []tokenLogprob
@@ -178,7 +182,8 @@ func (e *complEncoder) stream(o *output) error {
 		b = append(b, "null"...)
 	}
 	e.offset += utf8.RuneCountInString(o.text)
-	b = append(b, `,"finish_reason":null}]}`+"\n\n"...)
+	b = append(b, `,"finish_reason":null}]`...)
+	b = closeChunk(b, e.usageNull)
 	e.buf = b
 	if _, err := e.w.Write(b); err != nil {
 		return err
@@ -199,7 +204,8 @@ func (e *complEncoder) writeEnd(res *result, includeUsage bool) {
 		b = append(b, e.prefix...)
 		b = append(b, `"","logprobs":null,"finish_reason":`...)
 		b = appendString(b, openAIFinish(res.finish))
-		b = append(b, "}]}\n\n"...)
+		b = append(b, "}]"...)
+		b = closeChunk(b, e.usageNull)
 		if includeUsage {
 			b = append(b, "data: "...)
 			b = e.appendHead(b)

@@ -121,12 +121,17 @@ func (s *Server) handleResponses(c *fiber.Ctx) error {
 			enc.start()
 			res := g.run(enc.emit)
 			if res.writeErr == nil {
-				final := enc.end(res)
 				if res.finish != "error" {
-					if err := save(final); err != nil {
-						s.log.Error("storing a response", "id", enc.id, "error", err)
+					// Stored before the last event: a client may continue
+					// the response (previous_response_id) as soon as it
+					// reads response.completed.
+					enc.beforeFinal = func(final []byte) {
+						if err := save(final); err != nil {
+							s.log.Error("storing a response", "id", enc.id, "error", err)
+						}
 					}
 				}
+				enc.end(res)
 			}
 			entry.Status = 200
 			fillEntry(&entry, res)

@@ -71,7 +71,7 @@ func decodeResponses(body string) (*responsesRequest, *APIError) {
 		return nil, e
 	} else if set {
 		rr.maxOutput = int(v)
-		req.gen.maxTokens = int(v)
+		req.gen.maxTokens, req.gen.maxTokensParam = int(v), "max_output_tokens"
 	}
 	for _, fl := range []struct {
 		key string

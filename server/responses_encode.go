@@ -20,8 +20,12 @@ type responsesEncoder struct {
 
 	w   *bufio.Writer // nil: not streaming
 	seq int64
-	buf []byte
-	err error
+	// beforeFinal, when set, runs with the final response object before
+	// the stream's last event is sent (the handler stores the response
+	// there, so that a client continuing it on that event finds it).
+	beforeFinal func(final []byte)
+	buf         []byte
+	err         error
 }
 
 type respItem struct {
@@ -394,6 +398,9 @@ func (e *responsesEncoder) end(res *result) []byte {
 		e.closeLast()
 	}
 	final := e.appendResponse(nil, res)
+	if e.beforeFinal != nil {
+		e.beforeFinal(final)
+	}
 	b := e.event("response." + responseStatus(res))
 	b = append(b, `,"response":`...)
 	b = append(b, final...)

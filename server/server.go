@@ -292,12 +292,24 @@ func (s *Server) recoverPanics(c *fiber.Ctx) (err error) {
 // guardStream runs a stream writer body, turning a panic into a logged
 // error event so that the process survives.
 func (s *Server) guardStream(w *bufio.Writer, body func()) {
+	s.guardStreamAs(w, false, body)
+}
+
+// guardStreamAs is guardStream with the error event in Anthropic's form
+// (event: error, {"type":"error","error":{…}}) when anthropic is set.
+func (s *Server) guardStreamAs(w *bufio.Writer, anthropic bool, body func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("panic in stream", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			b := append([]byte("data: "), appendErrorJSON(nil, &APIError{Status: 500, Type: "server_error",
-				Code: "internal_error", Message: fmt.Sprintf("internal error: %v", r)})...)
-			w.Write(append(b, "\n\ndata: [DONE]\n\n"...))
+			e := &APIError{Status: 500, Type: "server_error", Code: "internal_error", Message: fmt.Sprintf("internal error: %v", r)}
+			var b []byte
+			if anthropic {
+				b = appendAnthropicError([]byte("event: error\ndata: "), e)
+				b = append(b, "\n\n"...)
+			} else {
+				b = append(appendErrorJSON([]byte("data: "), e), "\n\ndata: [DONE]\n\n"...)
+			}
+			w.Write(b)
 			w.Flush()
 		}
 	}()

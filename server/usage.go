@@ -64,9 +64,9 @@ func (s *Server) handleUsage(c *fiber.Ctx) error {
 		return notFound("usage statistics need a data directory (start the server with --data-dir DIR)")
 	}
 	q := UsageQuery{From: c.Query("from"), To: c.Query("to"), Model: c.Query("model"), KeyLabel: c.Query("key"), APIKey: requestKey(c)}
-	for _, d := range []string{q.From, q.To} {
-		if d != "" && !usageDay.MatchString(d) {
-			return badRequest("from", "from and to are days written YYYY-MM-DD, got %s", quote(d))
+	for _, d := range []struct{ param, day string }{{"from", q.From}, {"to", q.To}} {
+		if d.day != "" && !usageDay.MatchString(d.day) {
+			return badRequest(d.param, "%s must be a day written YYYY-MM-DD, got %s", d.param, quote(d.day))
 		}
 	}
 	rows, err := s.cfg.Usage.QueryUsage(q)
