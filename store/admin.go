@@ -107,6 +107,10 @@ func (s *Store) PrunePrefix(id string) (int, error) {
 	if err := s.deleteKeys(keys); err != nil {
 		return 0, err
 	}
+	// The space comes back now, not at the next server's first Reclaim.
+	if err := s.Reclaim(); err != nil {
+		return entries, err
+	}
 	return entries, nil
 }
 

@@ -43,7 +43,7 @@ func (s *Store) Put(key, value []byte, ttl time.Duration) error {
 	if ttl > 0 {
 		e = e.WithTTL(ttl)
 	}
-	err := s.db.Update(func(txn *badger.Txn) error { return txn.SetEntry(e) })
+	err := s.update(func(txn *badger.Txn) error { return txn.SetEntry(e) })
 	if err != nil {
 		s.writeFailed(string(key), err)
 	}
@@ -52,7 +52,7 @@ func (s *Store) Put(key, value []byte, ttl time.Duration) error {
 
 // Delete removes key, or returns ErrNotFound.
 func (s *Store) Delete(key []byte) error {
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *badger.Txn) error {
 		if _, err := txn.Get(key); err != nil {
 			return err
 		}

@@ -208,15 +208,15 @@ func (p *PrefixStore) loadIndex() error {
 	if len(metas) == 0 {
 		return nil
 	}
-	wb := p.s.db.NewWriteBatch()
-	defer wb.Cancel()
-	for ek := range metas {
-		if err := wb.Delete(p.metaKey(ek)); err != nil {
-			p.s.writeFailed("removing orphaned prefix-cache scores", err)
-			return nil
+	err = p.s.writeBatch(func(wb *badger.WriteBatch) error {
+		for ek := range metas {
+			if err := wb.Delete(p.metaKey(ek)); err != nil {
+				return err
+			}
 		}
-	}
-	if err := wb.Flush(); err != nil {
+		return nil
+	})
+	if err != nil {
 		p.s.writeFailed("removing orphaned prefix-cache scores", err)
 	}
 	return nil
@@ -488,28 +488,24 @@ func (p *PrefixStore) write(batch []saveItem) {
 	first := func(i int) prefix.Score { return prefix.FirstUse(now+float64(i)*1e-6, p.half) }
 	sizes := make([]int64, len(batch))
 	if len(batch) > 0 {
-		fail := func(err error) {
+		err := p.s.writeBatch(func(wb *badger.WriteBatch) error {
+			for i, it := range batch {
+				key := p.dbKey(it.ek)
+				v := seal(key, it.data)
+				sizes[i] = int64(len(v))
+				mk := p.metaKey(it.ek)
+				if err := wb.Set(key, v); err != nil {
+					return err
+				}
+				if err := wb.Set(mk, sealMeta(mk, entryMeta{first(i), sizes[i]})); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			p.s.writeFailed("prefix cache", err)
 			p.dropped.Add(uint64(len(batch)))
-		}
-		wb := p.s.db.NewWriteBatch()
-		defer wb.Cancel()
-		for i, it := range batch {
-			key := p.dbKey(it.ek)
-			v := seal(key, it.data)
-			sizes[i] = int64(len(v))
-			mk := p.metaKey(it.ek)
-			if err := wb.Set(key, v); err != nil {
-				fail(err)
-				return
-			}
-			if err := wb.Set(mk, sealMeta(mk, entryMeta{first(i), sizes[i]})); err != nil {
-				fail(err)
-				return
-			}
-		}
-		if err := wb.Flush(); err != nil {
-			fail(err)
 			return
 		}
 	}
@@ -545,16 +541,16 @@ func (p *PrefixStore) write(batch []saveItem) {
 	victims := p.overCapLocked()
 	p.mu.Unlock()
 	if len(metas) > 0 {
-		wb := p.s.db.NewWriteBatch()
-		defer wb.Cancel()
-		for _, m := range metas {
-			mk := p.metaKey(m.ek)
-			if err := wb.Set(mk, sealMeta(mk, m.m)); err != nil {
-				p.s.writeFailed("prefix cache scores", err)
-				return
+		err := p.s.writeBatch(func(wb *badger.WriteBatch) error {
+			for _, m := range metas {
+				mk := p.metaKey(m.ek)
+				if err := wb.Set(mk, sealMeta(mk, m.m)); err != nil {
+					return err
+				}
 			}
-		}
-		if err := wb.Flush(); err != nil {
+			return nil
+		})
+		if err != nil {
 			p.s.writeFailed("prefix cache scores", err)
 		}
 	}
@@ -563,39 +559,44 @@ func (p *PrefixStore) write(batch []saveItem) {
 
 // overCapLocked removes the lowest-scored entries, blocks and snapshots
 // alike, until the rest fit the cap, and returns them for deletion.
-func (p *PrefixStore) overCapLocked() []entryKey {
+func (p *PrefixStore) overCapLocked() []*diskEntry {
 	if p.capBytes <= 0 {
 		return nil
 	}
-	var out []entryKey
+	var out []*diskEntry
 	for p.bytes > p.capBytes && p.heap.Len() > 0 {
 		e := p.heap.Min()
 		p.removeLocked(e)
-		out = append(out, e.ek)
+		out = append(out, e)
 	}
 	p.evicted.Add(uint64(len(out)))
 	return out
 }
 
-func (p *PrefixStore) delete(eks []entryKey) {
-	if len(eks) == 0 {
+// delete deletes evicted entries; their space returns to the file system at
+// the next Store.Reclaim, which the freed bytes may ask for.
+func (p *PrefixStore) delete(es []*diskEntry) {
+	if len(es) == 0 {
 		return
 	}
-	wb := p.s.db.NewWriteBatch()
-	defer wb.Cancel()
-	for _, ek := range eks {
-		if err := wb.Delete(p.dbKey(ek)); err != nil {
-			p.s.writeFailed("prefix eviction", err)
-			return
+	var freed int64
+	err := p.s.writeBatch(func(wb *badger.WriteBatch) error {
+		for _, e := range es {
+			if err := wb.Delete(p.dbKey(e.ek)); err != nil {
+				return err
+			}
+			if err := wb.Delete(p.metaKey(e.ek)); err != nil {
+				return err
+			}
+			freed += e.size
 		}
-		if err := wb.Delete(p.metaKey(ek)); err != nil {
-			p.s.writeFailed("prefix eviction", err)
-			return
-		}
-	}
-	if err := wb.Flush(); err != nil {
+		return nil
+	})
+	if err != nil {
 		p.s.writeFailed("prefix eviction", err)
+		return
 	}
+	p.s.deleted(freed)
 }
 
 // Stats returns the counters.

@@ -36,8 +36,24 @@ var errCorrupt = errors.New("store: corrupt entry")
 // and most responses stay in the tree.
 const valueThreshold = 16 << 10
 
-// gcInterval is how often Badger's value log is garbage-collected.
+// gcInterval is how often deleted space is reclaimed (Reclaim) at the
+// latest; the prefix cache asks sooner once it has deleted a value-log
+// file's worth.
 const gcInterval = 10 * time.Minute
+
+// valueLogFileSize is the size of Badger's value-log files. The value log
+// is reclaimed a file at a time, so the disk use of the prefix cache can
+// pass its cap by up to about two files; Badger's default, 1 GiB, would be
+// a quarter of the default cap. A variable for tests.
+var valueLogFileSize int64 = 256 << 20
+
+// gcDiscardRatio: a value-log file is rewritten once this share of it is
+// deleted data.
+const gcDiscardRatio = 0.3
+
+// reclaimKey is the throwaway key whose DropPrefix flushes Badger's
+// memtable and compacts it (see Reclaim).
+var reclaimKey = []byte("gc/reclaim")
 
 // Store is an open data directory.
 type Store struct {
@@ -47,6 +63,11 @@ type Store struct {
 	corrupt atomic.Uint64
 	paused  atomic.Bool // a write failed for lack of space: persistence stops
 	usageMu sync.Mutex  // serializes AddUsage's read-modify-writes
+	// gate: writers hold it shared for the span of a write, Reclaim
+	// exclusively (Badger refuses writes while DropPrefix runs).
+	gate    sync.RWMutex
+	freed   atomic.Int64  // value bytes deleted since the last Reclaim
+	reclaim chan struct{} // asks gcLoop for a Reclaim now
 	warn    sync.Once
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -72,7 +93,8 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	opt := badger.DefaultOptions(dir).WithLogger(nil).WithNumVersionsToKeep(1).WithValueThreshold(valueThreshold)
+	opt := badger.DefaultOptions(dir).WithLogger(nil).WithNumVersionsToKeep(1).WithValueThreshold(valueThreshold).
+		WithValueLogFileSize(valueLogFileSize)
 	db, err := badger.Open(opt)
 	if err != nil {
 		if strings.Contains(err.Error(), "directory lock") {
@@ -80,7 +102,7 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 		}
 		return nil, fmt.Errorf("opening data directory %s: %w", dir, err)
 	}
-	s := &Store{db: db, dir: dir, log: log, stop: make(chan struct{})}
+	s := &Store{db: db, dir: dir, log: log, stop: make(chan struct{}), reclaim: make(chan struct{}, 1)}
 	if n, err := s.dropLegacy(); err != nil {
 		s.writeFailed("removing entries of an older version", err)
 	} else if n > 0 {
@@ -126,14 +148,70 @@ func (s *Store) dropLegacy() (int, error) {
 
 // deleteKeys deletes keys in one write batch.
 func (s *Store) deleteKeys(keys [][]byte) error {
+	return s.writeBatch(func(wb *badger.WriteBatch) error {
+		for _, k := range keys {
+			if err := wb.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// update runs a read-write transaction (under the gate).
+func (s *Store) update(fn func(txn *badger.Txn) error) error {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	return s.db.Update(fn)
+}
+
+// writeBatch fills a write batch with fill and writes it (under the gate);
+// nothing is written when fill fails.
+func (s *Store) writeBatch(fill func(wb *badger.WriteBatch) error) error {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
-	for _, k := range keys {
-		if err := wb.Delete(k); err != nil {
-			return err
-		}
+	if err := fill(wb); err != nil {
+		return err
 	}
 	return wb.Flush()
+}
+
+// deleted notes n bytes of values deleted, and asks for a Reclaim once they
+// fill a value-log file.
+func (s *Store) deleted(n int64) {
+	if s.freed.Add(n) >= valueLogFileSize {
+		select {
+		case s.reclaim <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Reclaim gives the space of deleted values back to the file system. Badger
+// frees a value-log file only after its compactions have counted what in
+// it is deleted, and with keys this small its memtable would take millions
+// of writes to fill and be compacted at all: so a cap on the prefix cache
+// would bound its index but not the disk. Here DropPrefix of a throwaway
+// key flushes the memtable and compacts it with the tables below it
+// (writes wait on the gate meanwhile: Badger refuses them), and the value
+// log's garbage collection then rewrites the files whose share of deleted
+// data passed gcDiscardRatio.
+func (s *Store) Reclaim() error {
+	s.freed.Store(0)
+	s.gate.Lock()
+	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(reclaimKey, []byte{1}) })
+	if err == nil {
+		err = s.db.DropPrefix(reclaimKey)
+	}
+	s.gate.Unlock()
+	if err != nil {
+		return fmt.Errorf("reclaiming deleted space: %w", err)
+	}
+	for s.db.RunValueLogGC(gcDiscardRatio) == nil {
+	}
+	return nil
 }
 
 // Dir is the data directory.
@@ -161,8 +239,10 @@ func (s *Store) gcLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			for s.db.RunValueLogGC(0.5) == nil {
-			}
+		case <-s.reclaim:
+		}
+		if err := s.Reclaim(); err != nil {
+			s.writeFailed("reclaim", err)
 		}
 	}
 }
@@ -214,7 +294,7 @@ func open(key, v []byte) ([]byte, error) {
 func (s *Store) dropCorrupt(key, seen []byte) {
 	s.corrupt.Add(1)
 	k := append([]byte(nil), key...)
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *badger.Txn) error {
 		it, err := txn.Get(k)
 		if err != nil {
 			return err

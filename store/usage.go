@@ -69,7 +69,7 @@ func (s *Store) AddUsage(day, keyLabel, model string, u Usage) error {
 	s.usageMu.Lock()
 	defer s.usageMu.Unlock()
 	for try := 0; ; try++ {
-		err := s.db.Update(func(txn *badger.Txn) error {
+		err := s.update(func(txn *badger.Txn) error {
 			var cur Usage
 			it, err := txn.Get(k)
 			switch {
