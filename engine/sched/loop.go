@@ -146,18 +146,27 @@ func (s *Scheduler) step() bool {
 			if (pass == 0) != isDecode || !room(l) || budget == 0 {
 				continue
 			}
+			// The lane's last token needs a row of logits: a lane that
+			// would compute it in a step whose rows are taken waits.
+			rows := maxOutputs - len(b.Outputs)
+			if isDecode && rows <= 0 {
+				continue
+			}
 			n := 1
 			var drafts []int32
 			if isDecode && s.cfg.SpecTokens > 0 {
-				drafts = s.draft(l, min(budget, maxOutputs-len(b.Outputs))-1)
+				drafts = s.draft(l, min(budget, rows)-1)
 			}
 			if !isDecode {
 				n = min(remaining, budget, prefill)
 				if l.req.PromptLogprobs && l.computed < l.nPrompt {
-					n = min(n, maxOutputs-len(b.Outputs))
+					n = min(n, rows)
 				}
 				if s.snaps != nil {
 					n = s.stopAtSnapshot(l, n)
+				}
+				if rows <= 0 && l.computed+n == len(l.tokens) {
+					n--
 				}
 				if n <= 0 {
 					continue
@@ -236,7 +245,8 @@ func (s *Scheduler) step() bool {
 		last := -1
 		for row < len(s.outIdx) && s.outIdx[row] == l {
 			pos := int(b.Attn.Pos[b.Outputs[row]])
-			if !device && l.req.PromptLogprobs && pos+1 < l.nPrompt {
+			// A preempted lane recomputes positions it already scored.
+			if !device && l.req.PromptLogprobs && pos+1 < l.nPrompt && pos == len(l.promptLP) {
 				s.scorePrompt(l, s.logits[row*s.vocab:(row+1)*s.vocab], l.tokens[pos+1])
 			}
 			if pos == len(l.tokens)-1 {
@@ -413,10 +423,14 @@ func (s *Scheduler) reserve(l *lane, n int) bool {
 	}
 }
 
+// youngestOther is the youngest lane admitted after l that holds blocks and
+// has no tokens in the batch being built (nil: none).
 func (s *Scheduler) youngestOther(l *lane) *lane {
 	var y *lane
 	for _, o := range s.running {
-		if o != l && len(o.blocks) > 0 && (y == nil || o.admitted > y.admitted) && !s.planned(o) {
+		// Only lanes younger than l: an older lane keeps its blocks (l
+		// waits, or is preempted itself when an older lane needs them).
+		if o != l && o.admitted > l.admitted && len(o.blocks) > 0 && (y == nil || o.admitted > y.admitted) && !s.planned(o) {
 			y = o
 		}
 	}

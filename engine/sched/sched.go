@@ -341,6 +341,9 @@ func (s *Scheduler) Validate(r *Request) error {
 	if len(r.Prompt) == 0 {
 		return fmt.Errorf("the prompt is empty")
 	}
+	if r.MaxTokens < 0 {
+		return fmt.Errorf("max tokens %d is negative", r.MaxTokens)
+	}
 	if len(r.Prompt)+r.MaxTokens > s.cfg.MaxContext {
 		return &ContextError{Prompt: len(r.Prompt), MaxTokens: r.MaxTokens, Context: s.cfg.MaxContext}
 	}
