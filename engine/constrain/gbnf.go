@@ -297,7 +297,9 @@ func appendConfig(out []config, c config) []config {
 }
 
 // gramByte advances a configuration waiting at a character class by b:
-// UTF-8 decoded, the class tested on each whole character.
+// UTF-8 decoded, the class tested on each whole character, and a
+// character's first bytes taken only if the class holds some character
+// they start.
 func (c config) gramByte(b byte, out []config) []config {
 	l := &c.lex
 	var r rune
@@ -308,13 +310,16 @@ func (c config) gramByte(b byte, out []config) []config {
 		case !ok:
 			return out
 		case !done:
+			if !c.node.gel[c.idx].cls.intersects(l.pending()) {
+				return out
+			}
 			return append(out, c)
 		}
 		r = l.code
 	case b < 0x80:
 		r = rune(b)
 	default:
-		if !l.utf8Begin(b) {
+		if !l.utf8Begin(b) || !c.node.gel[c.idx].cls.intersects(l.pending()) {
 			return out
 		}
 		return append(out, c)

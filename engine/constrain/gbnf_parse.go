@@ -42,6 +42,34 @@ func (c *charClass) matches(r rune) bool {
 	return in != c.neg
 }
 
+// intersects reports whether c holds some code point in lo…hi.
+func (c *charClass) intersects(lo, hi rune) bool {
+	if !c.neg {
+		for _, g := range c.ranges {
+			if g.lo <= hi && g.hi >= lo {
+				return true
+			}
+		}
+		return false
+	}
+	// Negated: some code point of lo…hi is in none of the ranges. Skip
+	// past the ranges that cover lo until one does not.
+	for lo <= hi {
+		next := lo
+		for _, g := range c.ranges {
+			if g.lo <= lo && g.hi >= lo {
+				next = g.hi + 1
+				break
+			}
+		}
+		if next == lo {
+			return true
+		}
+		lo = next
+	}
+	return false
+}
+
 // maxRepeat bounds {m,n} counts (each count is a copy of the item).
 const maxRepeat = 1000
 

@@ -323,7 +323,7 @@ func (l *lexer) stringByte(b byte) bool {
 		case b < 0x80:
 			return l.str == nil || l.addRune(rune(b))
 		default:
-			return l.utf8Begin(b)
+			return l.utf8Begin(b) && l.pendingOK()
 		}
 	case strEsc:
 		l.sub = strNormal
@@ -358,7 +358,7 @@ func (l *lexer) stringByte(b byte) bool {
 		if done && l.str != nil {
 			return l.addRune(l.code)
 		}
-		return ok
+		return ok && (done || l.pendingOK())
 	}
 	return true
 }
@@ -422,6 +422,33 @@ func (l *lexer) utf8Begin(b byte) bool {
 	l.sub, l.n, l.lo, l.hi = strUTF8, uint16(n-1), lo, hi
 	l.code = rune(b) & (0x7F >> n)
 	return true
+}
+
+// pending is the range of code points that the character utf8Begin
+// started may still complete to: its next byte within lo…hi, any
+// continuation bytes after it (a contiguous range, since the bytes are the
+// code point's bits from the highest).
+func (l *lexer) pending() (lo, hi rune) {
+	k := 6 * (uint(l.n) - 1) // the bits of the bytes after the next
+	lo = (l.code<<6 | rune(l.lo&0x3F)) << k
+	hi = (l.code<<6|rune(l.hi&0x3F))<<k | (1<<k - 1)
+	return lo, hi
+}
+
+// pendingOK reports whether a constrained string's (or raw text's) partial
+// character may still complete to one that the string takes next: within
+// its maximum length, and one its pattern can take. A lead byte or a
+// character's first bytes are allowed only then, so that no token leaves
+// the output where no byte may follow.
+func (l *lexer) pendingOK() bool {
+	n := l.str
+	if n == nil {
+		return true
+	}
+	if n.maxLen >= 0 && l.cnt >= uint32(n.maxLen) {
+		return false
+	}
+	return l.rx == nil || l.rx.admits(l.pending())
 }
 
 // utf8More adds continuation byte b to the character utf8Begin started:

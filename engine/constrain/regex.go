@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 )
 
 // A string's "pattern", as JSON Schema means it: an ECMA-262-style regular
@@ -40,6 +42,9 @@ type rxState struct {
 	dead  bool           // no thread left
 	ascii [128]atomic.Pointer[rxState]
 	other map[rune]*rxState // under re.mu
+	// The non-ASCII runes after which the state is not dead, as sorted,
+	// disjoint ranges (built on first use by admits).
+	viable atomic.Pointer[[]runeRange]
 }
 
 // compileRegex compiles a pattern for search (not anchored unless it says
@@ -233,6 +238,86 @@ func (s *rxState) next(c rune) *rxState {
 		s.other[c] = n
 	}
 	return n
+}
+
+// admits reports whether some rune in lo…hi (non-ASCII, none a newline)
+// leaves the state alive: whether a partial UTF-8 character that may
+// complete to any of them can still continue the text. It does not
+// allocate once the state's ranges are built.
+func (s *rxState) admits(lo, hi rune) bool {
+	p := s.viable.Load()
+	if p == nil {
+		p = s.buildViable()
+	}
+	rs := *p
+	// The first range that ends at or after lo.
+	i, j := 0, len(rs)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if rs[h].hi < lo {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	return i < len(rs) && rs[i].lo <= hi
+}
+
+func (s *rxState) buildViable() *[]runeRange {
+	r := s.re
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := s.viable.Load(); p != nil {
+		return p
+	}
+	var rs []runeRange
+	add := func(lo, hi rune) {
+		if lo = max(lo, utf8.RuneSelf); lo <= hi {
+			rs = append(rs, runeRange{lo, hi})
+		}
+	}
+	// As next does for a rune other than a newline: the threads that the
+	// assertions before it let through, each rune instruction's successor
+	// alive if its closure keeps a live thread (what intern keeps).
+	for _, pc := range r.closure(nil, s.pcs, s.left) {
+		in := &r.prog.Inst[pc]
+		switch in.Op {
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+		default:
+			continue
+		}
+		if !slices.ContainsFunc(r.closure(nil, []uint32{in.Out}, 0), func(pc uint32) bool { return r.live[pc] }) {
+			continue
+		}
+		switch {
+		case in.Op == syntax.InstRuneAny || in.Op == syntax.InstRuneAnyNotNL:
+			add(0, unicode.MaxRune)
+		case len(in.Rune) == 1:
+			// One rune, and with FoldCase those it folds to (as MatchRune).
+			r0 := in.Rune[0]
+			add(r0, r0)
+			if in.Op == syntax.InstRune && syntax.Flags(in.Arg)&syntax.FoldCase != 0 {
+				for f := unicode.SimpleFold(r0); f != r0; f = unicode.SimpleFold(f) {
+					add(f, f)
+				}
+			}
+		default:
+			for k := 0; k+1 < len(in.Rune); k += 2 {
+				add(in.Rune[k], in.Rune[k+1])
+			}
+		}
+	}
+	slices.SortFunc(rs, func(a, b runeRange) int { return int(a.lo - b.lo) })
+	merged := rs[:0]
+	for _, g := range rs {
+		if n := len(merged); n > 0 && g.lo <= merged[n-1].hi+1 {
+			merged[n-1].hi = max(merged[n-1].hi, g.hi)
+			continue
+		}
+		merged = append(merged, g)
+	}
+	s.viable.Store(&merged)
+	return &merged
 }
 
 func (r *regex) deadState() *rxState {

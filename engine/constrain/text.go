@@ -48,7 +48,9 @@ func CompileChoice(choices []string) (*Grammar, error) {
 }
 
 // textByte advances raw text by b (in place): valid UTF-8, each character
-// a step of the pattern. lex.n counts a character's bytes to go.
+// a step of the pattern, a character's first bytes allowed only if the
+// pattern takes some character they start. lex.n counts a character's
+// bytes to go.
 func (l *lexer) textByte(b byte) bool {
 	switch {
 	case l.sub == strUTF8:
@@ -56,11 +58,11 @@ func (l *lexer) textByte(b byte) bool {
 		if done {
 			return l.textRune(l.code)
 		}
-		return ok
+		return ok && l.pendingOK()
 	case b < 0x80:
 		return l.textRune(rune(b))
 	}
-	return l.utf8Begin(b)
+	return l.utf8Begin(b) && l.pendingOK()
 }
 
 func (l *lexer) textRune(c rune) bool {

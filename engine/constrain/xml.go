@@ -248,7 +248,7 @@ func (c config) rawByte(b byte, out []config) []config {
 	if l.sub == strUTF8 {
 		if l.str != nil {
 			done, ok := l.utf8More(b)
-			if !ok || done && !l.addRune(l.code) {
+			if !ok || done && !l.addRune(l.code) || !done && !l.pendingOK() {
 				return out
 			}
 			return append(out, c)
@@ -292,7 +292,7 @@ func (c config) rawByte(b byte, out []config) []config {
 		return out
 	case b >= 0x80:
 		if l.str != nil {
-			if !l.utf8Begin(b) {
+			if !l.utf8Begin(b) || !l.pendingOK() {
 				return out
 			}
 			return append(out, c)
