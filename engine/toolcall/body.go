@@ -235,9 +235,15 @@ func (p *Parser) valueEnd(eof bool) bool {
 			p.valueText("\n")
 		}
 		p.valueText(enderTags[p.ender])
-		p.valueText(string(p.gap))
-		p.gap = p.gap[:0]
 		p.st = stValue
+		if len(p.gap) > 0 {
+			// The whitespace is value text too, but read again: a newline at
+			// its end may be the one before the closing tag that does end
+			// the value, and is then dropped like any other.
+			gap := string(p.gap)
+			p.gap = p.gap[:0]
+			p.replay(gap)
+		}
 		return false
 	}
 	p.endValue()

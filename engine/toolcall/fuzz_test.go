@@ -2,6 +2,7 @@ package toolcall
 
 import (
 	"math/rand"
+	"strings"
 	"testing"
 )
 
@@ -80,6 +81,56 @@ func FuzzStream(f *testing.F) {
 			}
 			if got.content != content || !sameCalls(got.calls, calls) {
 				t.Fatalf("streamed\n %q %+v\nparsed\n %q %+v", got.content, got.calls, content, calls)
+			}
+		}
+	})
+}
+
+// xmlValueAmbiguous reports whether a string value, rendered by the template,
+// holds a closing tag that the contract must take as the end: one followed,
+// after whitespace, by what may follow it as structure (or a prefix of that,
+// at the end of the value).
+func xmlValueAmbiguous(v string) bool {
+	follow := map[string][]string{
+		"</parameter>": {"<parameter=", "<parameter ", "</function>", "</tool_call>", "<tool_call>", "<function=", "<function "},
+		"</function>":  {"</tool_call>", "<tool_call>", "<function=", "<function "},
+		"</tool_call>": {"<tool_call>", "<function=", "<function "},
+	}
+	for tag, fs := range follow {
+		for i := strings.Index(v, tag); i >= 0; {
+			rest := strings.TrimLeft(v[i+len(tag):], " \t\r\n")
+			for _, f := range fs {
+				if strings.HasPrefix(rest, f) || (rest != "" && strings.HasPrefix(f, rest)) {
+					return true
+				}
+			}
+			k := strings.Index(v[i+1:], tag)
+			if k < 0 {
+				break
+			}
+			i += 1 + k
+		}
+	}
+	return false
+}
+
+// FuzzXMLValue: a string value the template renders
+// ("<parameter=P>\n" + value + "\n</parameter>\n") comes back exactly, whole
+// and byte by byte, unless it holds a closing tag followed by structure.
+func FuzzXMLValue(f *testing.F) {
+	for _, s := range []string{"Paris", "", "\n", "a\n\n", "a</parameter>", "</function>", "x\n</parameter>\nmore", "if a < b {\n}", "<tool_call>", "日本\n語"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if xmlValueAmbiguous(v) {
+			return
+		}
+		in := "<tool_call>\n<function=write_file>\n<parameter=content>\n" + v + "\n</parameter>\n<parameter=path>\nf\n</parameter>\n</function>\n</tool_call>"
+		want := []Call{{Name: "write_file", Arguments: `{"content":` + string(appendString(nil, v)) + `,"path":"f"}`}}
+		for how, chunks := range map[string][]string{"whole": {in}, "bytes": chunkings(in, 0)["bytes"]} {
+			got, err := stream(FormatXML, streamTools, chunks)
+			if err != nil || got.content != "" || !sameCalls(got.calls, want) {
+				t.Fatalf("%s: %v\n got %q %+v\nwant %+v", how, err, got.content, got.calls, want)
 			}
 		}
 	})

@@ -11,6 +11,14 @@ import (
 func (p *Parser) jsonBody(eof bool) bool {
 	s, i := p.in, p.pos
 	for i < len(s) {
+		// The bound counts bytes, wherever the input was cut: a body that
+		// would grow past it fails here, complete or not.
+		if len(p.jbuf)+i-p.pos >= maxJSONCall {
+			p.jbuf = append(p.jbuf, s[p.pos:i]...)
+			p.pos = i
+			p.failJSON()
+			return false
+		}
 		r := p.js.step(s[i])
 		if r == jErr {
 			p.jbuf = append(p.jbuf, s[p.pos:i]...)
