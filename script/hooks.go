@@ -419,7 +419,7 @@ func decodeCalls(v starlark.Value) ([]toolcall.Call, error) {
 			switch a := a.(type) {
 			case starlark.String:
 				var m map[string]json.RawMessage
-				if json.Unmarshal([]byte(a), &m) != nil {
+				if json.Unmarshal([]byte(a), &m) != nil || m == nil { // "null" decodes to a nil map
 					d.fail("call %d: arguments %q is not a JSON object", i, string(a))
 				}
 				c.Arguments = string(a)

@@ -11,6 +11,12 @@ import (
 // maxJSONDepth bounds nesting when encoding a returned value.
 const maxJSONDepth = 64
 
+// maxJSONBytes bounds the JSON text of a returned value: encoding runs
+// after the call, outside its step limit and timeout, and a list that
+// repeats one big string (["x" * (1 << 24)] * 4096, one step) would
+// otherwise be written out in full.
+const maxJSONBytes = 64 << 20
+
 // appendJSON appends v as compact JSON, keeping dict insertion order (the
 // order a model wrote the arguments in) and escaping strings as the
 // built-in tool-call parser does (bytes ≥ 0x80 pass through), so a script
@@ -18,6 +24,9 @@ const maxJSONDepth = 64
 func appendJSON(b []byte, v starlark.Value, depth int) ([]byte, error) {
 	if depth > maxJSONDepth {
 		return nil, fmt.Errorf("nested deeper than %d", maxJSONDepth)
+	}
+	if len(b) > maxJSONBytes {
+		return nil, fmt.Errorf("JSON text longer than %d bytes", maxJSONBytes)
 	}
 	switch v := v.(type) {
 	case starlark.NoneType:
@@ -54,14 +63,15 @@ func appendJSON(b []byte, v starlark.Value, depth int) ([]byte, error) {
 			}
 		}
 		return append(b, '}'), nil
-	case starlark.Indexable: // list, tuple
+	case *starlark.List, starlark.Tuple: // not any Indexable: a range or bytes is no JSON array
+		l := v.(starlark.Indexable)
 		b = append(b, '[')
-		for i := 0; i < v.Len(); i++ {
+		for i := 0; i < l.Len(); i++ {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			var err error
-			if b, err = appendJSON(b, v.Index(i), depth+1); err != nil {
+			if b, err = appendJSON(b, l.Index(i), depth+1); err != nil {
 				return nil, err
 			}
 		}

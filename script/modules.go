@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"regexp"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	starjson "go.starlark.net/lib/json"
 	starmath "go.starlark.net/lib/math"
@@ -36,6 +40,8 @@ var jsonModule = func() *starlarkstruct.Module {
 	for k, v := range starjson.Module.Members {
 		m.Members[k] = v
 	}
+	m.Members["decode"] = starlark.NewBuiltin("json.decode", jsonDecode)
+	m.Members["encode"] = starlark.NewBuiltin("json.encode", jsonEncode)
 	m.Members["raw"] = starlark.NewBuiltin("json.raw", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var s string
 		if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &s); err != nil {
@@ -50,6 +56,129 @@ var jsonModule = func() *starlarkstruct.Module {
 	m.Freeze()
 	return m
 }()
+
+// maxJSONDecodeDepth bounds the nesting json.decode accepts (as
+// encoding/json's does): go.starlark.net's decoder recurses once per level,
+// and a few MB of "[" (a model's reply, say) would overflow the Go stack,
+// a fatal error that ends the process.
+const maxJSONDecodeDepth = 10000
+
+// jsonDecode is go.starlark.net's json.decode(x, default) with the nesting
+// limit: deeper text is invalid JSON, giving default when there is one.
+func jsonDecode(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	if len(args) > 0 {
+		if s, ok := args[0].(starlark.String); ok && jsonTooDeep(string(s), maxJSONDecodeDepth) {
+			var x, d starlark.Value
+			if err := starlark.UnpackArgs(b.Name(), args, kw, "x", &x, "default?", &d); err != nil {
+				return nil, err
+			}
+			if d != nil {
+				return d, nil
+			}
+			return nil, fmt.Errorf("json.decode: nested deeper than %d", maxJSONDecodeDepth)
+		}
+	}
+	return starjson.Module.Members["decode"].(*starlark.Builtin).CallInternal(th, args, kw)
+}
+
+// jsonTooDeep reports whether s opens more than max arrays or objects at
+// once, brackets inside string literals aside.
+func jsonTooDeep(s string, max int) bool {
+	depth, inString := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > max {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
+}
+
+// jsonEncode is go.starlark.net's json.encode(x), refusing a value whose
+// text would be longer than maxJSONBytes before encoding it: the encoder
+// is one uninterruptible step however much it writes, and range(1 << 30)
+// or a list holding one sublist twice at each of 60 levels is one step to
+// make.
+func jsonEncode(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	if len(args) == 1 && len(kw) == 0 {
+		w := jsonWalk{left: maxJSONBytes}
+		if !w.walk(args[0]) {
+			return nil, fmt.Errorf("json.encode: JSON text longer than %d bytes", maxJSONBytes)
+		}
+	}
+	return starjson.Module.Members["encode"].(*starlark.Builtin).CallInternal(th, args, kw)
+}
+
+// jsonWalk visits a value as go.starlark.net's encoder does, counting the
+// least text each value takes (2 bytes: a scalar and its comma, a list's
+// brackets; a string's length and quotes) until left runs out. A cycle
+// ends the walk there (the encoder reports it).
+type jsonWalk struct {
+	left int
+	path []unsafe.Pointer
+}
+
+func (w *jsonWalk) walk(x starlark.Value) bool {
+	if w.left -= 2; w.left < 0 {
+		return false
+	}
+	if ptr := valuePointer(x); ptr != nil {
+		if slices.Contains(w.path, ptr) {
+			return true
+		}
+		w.path = append(w.path, ptr)
+		defer func() { w.path = w.path[:len(w.path)-1] }()
+	}
+	switch x := x.(type) {
+	case json.Marshaler, starlark.NoneType, starlark.Bool, starlark.Int, starlark.Float:
+	case starlark.String:
+		w.left -= len(x)
+	case starlark.IterableMapping:
+		for _, it := range x.Items() {
+			if !w.walk(it[0]) || !w.walk(it[1]) {
+				return false
+			}
+		}
+	case starlark.Iterable:
+		iter := x.Iterate()
+		defer iter.Done()
+		var elem starlark.Value
+		for iter.Next(&elem) {
+			if !w.walk(elem) {
+				return false
+			}
+		}
+	case starlark.HasAttrs:
+		for _, name := range x.AttrNames() {
+			if v, err := x.Attr(name); err == nil && v != nil && !w.walk(v) {
+				return false
+			}
+		}
+	}
+	return w.left >= 0
+}
+
+// valuePointer is the identity the encoder uses to find cycles.
+func valuePointer(x any) unsafe.Pointer {
+	v := reflect.ValueOf(x)
+	switch v.Kind() {
+	case reflect.Ptr, reflect.Chan, reflect.Map, reflect.UnsafePointer, reflect.Slice:
+		return v.UnsafePointer()
+	}
+	return nil
+}
 
 // rawJSON is a JSON text the encoder copies as it is.
 type rawJSON string
@@ -75,7 +204,15 @@ var reModule = &starlarkstruct.Module{Name: "re", Members: starlark.StringDict{
 	"split":   starlark.NewBuiltin("re.split", reSplit),
 }}
 
-var reCache sync.Map // pattern → *regexp.Regexp
+var (
+	reCache    sync.Map // pattern → *regexp.Regexp
+	reCacheLen atomic.Int64
+)
+
+// maxReCache bounds reCache: scripts may build patterns from request
+// fields, and a cache keeping every one would grow without end. When full
+// it starts afresh.
+const maxReCache = 1024
 
 func compileRe(pattern string) (*regexp.Regexp, error) {
 	if r, ok := reCache.Load(pattern); ok {
@@ -85,7 +222,10 @@ func compileRe(pattern string) (*regexp.Regexp, error) {
 	if err != nil {
 		return nil, err
 	}
-	reCache.Store(pattern, r)
+	if _, loaded := reCache.LoadOrStore(pattern, r); !loaded && reCacheLen.Add(1) > maxReCache {
+		reCache.Clear()
+		reCacheLen.Store(0)
+	}
 	return r, nil
 }
 
@@ -167,7 +307,31 @@ func reSub(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []st
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
-	return starlark.String(r.ReplaceAllString(s, repl)), nil
+	return reReplace(r, repl, s)
+}
+
+// maxReSubGrowth bounds how much longer than s re.sub's result may be:
+// re.sub("", "x" * (1 << 20), "y" * (1 << 20)) is one step that would
+// otherwise build a terabyte.
+const maxReSubGrowth = 16 << 20
+
+// reReplace is r.ReplaceAllString(s, repl) within maxReSubGrowth.
+func reReplace(r *regexp.Regexp, repl, s string) (starlark.Value, error) {
+	ms := r.FindAllStringSubmatchIndex(s, -1)
+	if ms == nil {
+		return starlark.String(s), nil
+	}
+	var out []byte
+	last := 0
+	for _, m := range ms {
+		out = append(out, s[last:m[0]]...)
+		out = r.ExpandString(out, repl, s, m)
+		last = m[1]
+		if len(out) > len(s)+maxReSubGrowth {
+			return nil, fmt.Errorf("re.sub: the result would exceed %d bytes", len(s)+maxReSubGrowth)
+		}
+	}
+	return starlark.String(append(out, s[last:]...)), nil
 }
 
 func reSplit(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {

@@ -7,9 +7,12 @@
 // once and its globals frozen; load() resolves only .star files inside that
 // directory; the predeclared modules are json, re, math, time (a clock fixed
 // for each call) and log, with no file or network access. Each hook call
-// runs on its own thread with a step limit and a wall-clock timeout; an
-// error, a runaway loop or a wrong return type is returned as a *HookError
-// naming the hook and file:line, and its backtrace is logged.
+// runs on its own thread with a step limit and a wall-clock timeout
+// (builtins that are one step however long they run are bounded by size:
+// json.decode's nesting, json.encode's and re.sub's output, a returned
+// value's JSON); an error, a runaway loop or a wrong return type is
+// returned as a *HookError naming the hook and file:line, and its
+// backtrace is logged.
 //
 // Reload (SIGHUP or a changed file, see Watch) compiles the whole directory
 // again and swaps it in atomically; when that fails the previous version
