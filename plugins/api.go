@@ -38,6 +38,26 @@ type KV interface {
 type MemoryKV struct {
 	mu sync.Mutex
 	m  map[string]kvEntry
+	// sweepAt is the size at which a write next drops every expired
+	// entry (keys that are never read again would stay forever).
+	sweepAt int
+}
+
+// minSweep is the smallest sweepAt: small stores are not swept.
+const minSweep = 1024
+
+// sweep drops expired entries once the map has doubled since the last
+// sweep (amortised O(1) a write).
+func (k *MemoryKV) sweep(now time.Time) {
+	if len(k.m) < max(k.sweepAt, minSweep) {
+		return
+	}
+	for key, e := range k.m {
+		if !e.expires.IsZero() && now.After(e.expires) {
+			delete(k.m, key)
+		}
+	}
+	k.sweepAt = 2 * len(k.m)
 }
 
 type kvEntry struct {
@@ -67,11 +87,13 @@ func (k *MemoryKV) Get(key string) (any, bool) {
 func (k *MemoryKV) Set(key string, v any, ttl time.Duration) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	now := time.Now()
 	e := kvEntry{v: v}
 	if ttl > 0 {
-		e.expires = time.Now().Add(ttl)
+		e.expires = now.Add(ttl)
 	}
 	k.m[key] = e
+	k.sweep(now)
 }
 
 func (k *MemoryKV) Incr(key string, n float64, ttl time.Duration) float64 {
@@ -85,6 +107,7 @@ func (k *MemoryKV) Incr(key string, n float64, ttl time.Duration) float64 {
 	}
 	e.v = cur + n
 	k.m[key] = e
+	k.sweep(now)
 	return cur + n
 }
 
@@ -282,9 +305,17 @@ func encodeJSON(v lua.LValue) ([]byte, error) {
 	return appendJSON(nil, v, 0)
 }
 
+// maxJSONBytes bounds an encoded table: encoding runs in Go, outside the
+// call's timeout, and a table holding one subtable twice at each of 60
+// levels would expand to 2^60 values.
+const maxJSONBytes = maxStringBytes
+
 func appendJSON(b []byte, v lua.LValue, depth int) ([]byte, error) {
 	if depth > 64 {
 		return nil, fmt.Errorf("nested deeper than 64")
+	}
+	if len(b) > maxJSONBytes {
+		return nil, fmt.Errorf("JSON text longer than %d bytes", maxJSONBytes)
 	}
 	switch v := v.(type) {
 	case *lua.LNilType:

@@ -13,7 +13,11 @@
 // per concurrent caller), opened with only the base (without dofile and
 // loadfile), table, string and math libraries plus log, time, json and kv;
 // a per-call timeout through the state's context; bounded call stack and
-// registry. State that must outlive a call, or be shared between the pooled
+// registry. Library functions whose Go code the timeout cannot stop are
+// bounded too (sandbox.go): pattern matching polls the deadline,
+// string.rep, table.concat, string.gsub and JSON encoding have size
+// limits, load and loadstring a chunk size limit, and print goes to the
+// log. State that must outlive a call, or be shared between the pooled
 // states, lives in kv (a key-value store shared by the plugin's states).
 // A plugin error is returned (and logged with its traceback), never a
 // crash. Reload (SIGHUP or a changed file, see Watch) swaps in a new load
@@ -253,7 +257,7 @@ func (h *Host) loadPlugin(path string) (*plugin, error) {
 // newState opens a sandboxed state and runs the plugin file in it.
 func (p *plugin) newState() (*lua.LState, error) {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024 * 4,
-		RegistryMaxSize: 1024 * 256, MinimizeStackMemory: true})
+		RegistryMaxSize: 1024 * 256, RegistryGrowStep: registryGrowStep, MinimizeStackMemory: true})
 	for _, lib := range []struct {
 		name string
 		fn   lua.LGFunction
@@ -266,6 +270,9 @@ func (p *plugin) newState() (*lua.LState, error) {
 	for _, n := range []string{"dofile", "loadfile", "require", "module", "collectgarbage", "_printregs"} {
 		L.SetGlobal(n, lua.LNil)
 	}
+	hardenStringLib(L)
+	hardenLoaders(L)
+	p.logPrint(L)
 	p.openAPI(L)
 	ctx, cancel := context.WithTimeout(context.Background(), p.h.opts.Timeout)
 	defer cancel()
@@ -456,7 +463,13 @@ func (h *Host) ServePlugin(r *server.PluginRequest) (server.PluginResponse, bool
 		}
 	}
 	err := p.call("handler "+key, func(L *lua.LState) lua.LValue {
-		return L.GetGlobal("handlers").(*lua.LTable).RawGetString(key)
+		// The plugin may have replaced handlers since it was loaded: a nil
+		// handler fails the call ("attempt to call a nil value").
+		t, ok := L.GetGlobal("handlers").(*lua.LTable)
+		if !ok {
+			return lua.LNil
+		}
+		return t.RawGetString(key)
 	}, func(L *lua.LState) []lua.LValue {
 		t := L.NewTable()
 		t.RawSetString("method", lua.LString(r.Method))
