@@ -77,6 +77,24 @@ func captureValue(s string, c luapattern.Capture) lua.LValue {
 	return lua.LString(s[c.Start:c.End])
 }
 
+// findFirst is string.find's and string.match's search: the first match
+// of pat in s at or after init (0-based), its captures and span.
+func findFirst(L *lua.LState, what, s, pat string, init int) (caps []luapattern.Capture, start, end int, ok bool) {
+	p := compilePattern(L, pat)
+	if init > len(s) {
+		return nil, 0, 0, false
+	}
+	m := p.NewMatcher(callContext(L), s)
+	start, end, ok, err := m.Find(p, init)
+	if err != nil {
+		matchFailed(L, what, err)
+	}
+	if !ok {
+		return nil, 0, 0, false
+	}
+	return m.Captures(), start, end, true
+}
+
 // strFind is string.find; plain searches (an empty pattern or the plain
 // flag) are left to gopher-lua's, plain.
 func strFind(plain lua.LGFunction) lua.LGFunction {
@@ -86,45 +104,26 @@ func strFind(plain lua.LGFunction) lua.LGFunction {
 		if len(pat) == 0 || (L.GetTop() == 4 && lua.LVAsBool(L.Get(4))) {
 			return plain(L)
 		}
-		p := compilePattern(L, pat)
-		if init > len(s) {
-			L.Push(lua.LNil)
-			return 1
-		}
-		m := p.NewMatcher(callContext(L), s)
-		start, end, ok, err := m.Find(p, init)
-		if err != nil {
-			matchFailed(L, "find", err)
-		}
+		caps, start, end, ok := findFirst(L, "find", s, pat, init)
 		if !ok {
 			L.Push(lua.LNil)
 			return 1
 		}
 		L.Push(lua.LNumber(start + 1))
 		L.Push(lua.LNumber(end))
-		return 2 + pushCaptures(L, s, m.Captures(), start, end, false)
+		return 2 + pushCaptures(L, s, caps, start, end, false)
 	}
 }
 
 // strMatch is string.match.
 func strMatch(L *lua.LState) int {
 	s, pat := L.CheckString(1), L.CheckString(2)
-	init := initOffset(s, L.OptInt(3, 1))
-	p := compilePattern(L, pat)
-	if init > len(s) {
-		L.Push(lua.LNil)
-		return 1
-	}
-	m := p.NewMatcher(callContext(L), s)
-	start, end, ok, err := m.Find(p, init)
-	if err != nil {
-		matchFailed(L, "match", err)
-	}
+	caps, start, end, ok := findFirst(L, "match", s, pat, initOffset(s, L.OptInt(3, 1)))
 	if !ok {
 		L.Push(lua.LNil)
 		return 1
 	}
-	return pushCaptures(L, s, m.Captures(), start, end, true)
+	return pushCaptures(L, s, caps, start, end, true)
 }
 
 // strGmatch is string.gmatch (gfind, its old name, when name says so). An

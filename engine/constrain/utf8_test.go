@@ -36,13 +36,7 @@ func TestUTF8LeadBytes(t *testing.T) {
 	for b := 0xC2; b <= 0xF4; b++ {
 		anyLead = append(anyLead, byte(b))
 	}
-	regex := func(p string) *Grammar {
-		g, err := CompileRegex(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
+	regex := func(p string) *Grammar { return mustRegex(t, p) }
 	cases := []struct {
 		name    string
 		g       *Grammar
@@ -176,13 +170,7 @@ func mustToolXML(t *testing.T, params string) *Grammar {
 // streaming parser or a byte-level tokenizer would), and checks at which
 // byte each is refused.
 func TestUTF8ByteByByte(t *testing.T) {
-	regex := func(p string) *Grammar {
-		g, err := CompileRegex(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
+	regex := func(p string) *Grammar { return mustRegex(t, p) }
 	cases := []struct {
 		name   string
 		g      *Grammar
@@ -247,13 +235,7 @@ func TestUTF8PrefixesExhaustive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks all of Unicode for each grammar")
 	}
-	regex := func(p string) *Grammar {
-		g, err := CompileRegex(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
+	regex := func(p string) *Grammar { return mustRegex(t, p) }
 	cases := []struct {
 		name   string
 		g      *Grammar
@@ -325,4 +307,13 @@ func takesRune(m *Matcher, r rune) bool {
 		}
 	}
 	return false
+}
+
+func mustRegex(t *testing.T, p string) *Grammar {
+	t.Helper()
+	g, err := CompileRegex(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
