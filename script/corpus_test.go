@@ -2,6 +2,7 @@ package script
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"os"
 	"strings"
@@ -121,6 +122,11 @@ func FuzzXMLParser(f *testing.F) {
 	f.Add("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n 5.0 \n</parameter>\n</function>\n</tool_call>")
 	f.Add("text <tool_call><function=x><parameter=a>{\"b\": [1,</parameter></function></tool_call> more")
 	f.Add("<tool_call>\n<function=get_weather>\n<parameter=days>\n1e999\n</parameter>")
+	// Numbers at float64's edges: zero with any exponent, underflow, the
+	// largest value and the first that overflows.
+	for _, v := range []string{"0e999", "1e-999", "5e0005", "1.7976931348623158e308", "1.797693134862315808e308", "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497791"} {
+		f.Add("<tool_call>\n<function=get_weather>\n<parameter=days>\n" + v + "\n</parameter>")
+	}
 	tools := []toolcall.Tool{{Name: "get_weather", Parameters: []byte(`{"properties":{"city":{"type":"string"},"days":{"type":["integer","null"]},"o":{"type":"object"},"n":{"type":"number"},"b":{"type":"boolean"}}}`)}}
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, ts := range [][]toolcall.Tool{nil, tools} {
@@ -223,4 +229,47 @@ func sameCalls(a, b []toolcall.Call) bool {
 		}
 	}
 	return true
+}
+
+// TestXMLLongReplies: long replies full of the bytes the parser looks at
+// twice ('<' in markup and code, newlines) parse within the default step
+// limit, batch and streamed, as the built-in parser parses them.
+func TestXMLLongReplies(t *testing.T) {
+	e := load(t, "../scripts/hooks", Options{})
+	var html, cpp, cmp strings.Builder
+	for i := 0; html.Len() < 40<<10; i++ {
+		fmt.Fprintf(&html, "<tr><td class=\"c%d\">%d</td><td><a href=\"/t/%d\">item</a></td></tr>\n", i%7, i, i)
+	}
+	for i := 0; cpp.Len() < 130<<10; i++ {
+		fmt.Fprintf(&cpp, "for (int i%d = 0; i%d < n && v[i%d] <= lim; ++i%d) { std::vector<int> w; w.push_back(i%d << 1); }\n", i, i, i, i, i)
+	}
+	for cmp.Len() < 20<<10 {
+		cmp.WriteString("a < b\n")
+	}
+	call := "\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"
+	tools := []toolcall.Tool{{Name: "get_weather", Parameters: []byte(`{"properties":{"city":{"type":"string"}}}`)}}
+	for _, tc := range []struct {
+		name, text string
+		calls      int
+	}{
+		{"html", html.String(), 0},
+		{"c++", cpp.String(), 0},
+		{"comparisons", cmp.String(), 0},
+		{"html then a call", html.String() + call, 1},
+		{"c++ in a fence, then a call", "```cpp\n" + cpp.String() + "```" + call, 1},
+	} {
+		calls, content, err := e.ParseToolCalls(tc.text, tools)
+		if err != nil {
+			t.Errorf("%s (%d KB): %v", tc.name, len(tc.text)>>10, err)
+			continue
+		}
+		wc, wcalls := toolcall.Parse(toolcall.FormatXML, tc.text, tools)
+		if content != wc || !sameCalls(calls, wcalls) || len(calls) != tc.calls {
+			t.Errorf("%s: %d calls, content of %d bytes; the built-in parser: %d calls, %d bytes", tc.name, len(calls), len(content), len(wcalls), len(wc))
+		}
+		sc, scalls, err := streamParse(e, tc.text, tools, 64)
+		if err != nil || sc != content || !sameCalls(scalls, calls) {
+			t.Errorf("%s: streamed in 64-byte pieces: %d calls, %d bytes, %v", tc.name, len(scalls), len(sc), err)
+		}
+	}
 }
