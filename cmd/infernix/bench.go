@@ -51,6 +51,12 @@ func cmdBench(args []string, stdout io.Writer) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
+	if *promptN < 1 {
+		return fmt.Errorf("--prompt-tokens %d: must be at least 1", *promptN)
+	}
+	if *decodeN < 1 {
+		return fmt.Errorf("--decode-tokens %d: must be at least 1", *decodeN)
+	}
 	if ef.context == 0 {
 		ef.context = *promptN + *decodeN + 1
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -70,6 +71,11 @@ func cmdBenchServe(args []string, stdout io.Writer) error {
 		return fmt.Errorf("--endpoint %q: expected chat or completions", *endpoint)
 	}
 	base := strings.TrimRight(*url, "/")
+	if base != "" {
+		if err := checkBenchURL(base); err != nil {
+			return err
+		}
+	}
 	if base == "" {
 		if ef.maxLanes < *clients && !flagSet(fs, "max-lanes") {
 			ef.maxLanes = *clients
@@ -119,8 +125,27 @@ func cmdBenchServe(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "first error: %s\n", res.FirstError)
 	}
 	if res.Failed == res.Requests {
-		return fmt.Errorf("every request failed")
+		return fmt.Errorf("every request failed: %s", res.FirstError)
 	}
+	return nil
+}
+
+// checkBenchURL rejects a --url that is not http(s)://HOST[:PORT] or that
+// nothing answers on, before any request is timed.
+func checkBenchURL(base string) error {
+	u, err := neturl.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--url %s: expected http://HOST:PORT or https://HOST:PORT", base)
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(u.Hostname(), port), 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("--url %s: %v", base, err)
+	}
+	conn.Close()
 	return nil
 }
 

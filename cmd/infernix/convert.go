@@ -29,6 +29,11 @@ func cmdConvert(args []string, stdout io.Writer) error {
 	if *dir == "" || *out == "" {
 		return fmt.Errorf("--model DIR and --out FILE are required")
 	}
+	if st, err := os.Stat(*dir); err != nil {
+		return fmt.Errorf("model %s not found", *dir)
+	} else if !st.IsDir() {
+		return fmt.Errorf("--model %s: convert reads a Hugging Face model directory, not a file", *dir)
+	}
 	t, ok := gguf.ParseType(*typ)
 	if !ok {
 		return fmt.Errorf("--type %q: expected one of %s", *typ, gguf.SupportedTypes())

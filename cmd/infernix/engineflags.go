@@ -46,6 +46,15 @@ func (f *engineFlags) load() (*engine.Engine, error) {
 	if f.model == "" {
 		return nil, fmt.Errorf("--model DIR is required")
 	}
+	for _, c := range []struct {
+		name     string
+		v, least int
+	}{{"threads", f.threads, 0}, {"context", f.context, 0}, {"max-lanes", f.maxLanes, 1}, {"max-queue", f.maxQueue, 0},
+		{"prefill-chunk", f.prefillChunk, 1}, {"max-batch-tokens", f.batchTokens, 1}, {"host-cache-mib", f.prefix.hostMiB, 0}} {
+		if c.v < c.least {
+			return nil, fmt.Errorf("--%s %d: must be at least %d", c.name, c.v, c.least)
+		}
+	}
 	opt := engine.Options{Device: f.device, Threads: f.threads, ContextLength: f.context,
 		MaxBatchTokens: f.batchTokens, SyntheticWeights: f.synthetic, ChatTemplate: f.chatTemplate}
 	opt.Sched.MaxLanes = f.maxLanes

@@ -32,20 +32,25 @@ func cmdGenerate(args []string, stdout io.Writer) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
+	if *maxTokens < 0 {
+		return fmt.Errorf("--max-tokens %d: must not be negative", *maxTokens)
+	}
 	if (*prompt == "") == (*tokens == "") {
 		return fmt.Errorf("give exactly one of --prompt TEXT or --tokens 1,2,3")
+	}
+	var ids []int32
+	if *tokens != "" {
+		var err error
+		if ids, err = parseIDs(*tokens); err != nil {
+			return fmt.Errorf("--tokens: %w", err)
+		}
 	}
 	e, err := ef.load()
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	var ids []int32
-	if *tokens != "" {
-		if ids, err = parseIDs(*tokens); err != nil {
-			return err
-		}
-	} else {
+	if *tokens == "" {
 		if e.Tokenizer == nil {
 			return fmt.Errorf("%s has no tokenizer.json: use --tokens", ef.model)
 		}
@@ -150,6 +155,9 @@ func cmdScore(args []string, stdout io.Writer) error {
 	fs.Bool("json", true, "print JSON (the only format)")
 	if _, err := parse(fs, args); err != nil {
 		return err
+	}
+	if *top < 0 {
+		return fmt.Errorf("--top %d: must not be negative", *top)
 	}
 	ids, err := parseIDs(*tokens)
 	if err != nil {

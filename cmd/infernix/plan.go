@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/infernix/infernix/engine"
 	"github.com/infernix/infernix/engine/backend/cuda"
@@ -31,6 +32,20 @@ func cmdPlan(args []string, stdout io.Writer) error {
 	}
 	if *fraction <= 0 || *fraction > 1 {
 		return fmt.Errorf("--gpu-memory-fraction must be in (0, 1], got %g", *fraction)
+	}
+	for _, c := range []struct {
+		name     string
+		v, least int
+	}{{"context", *ctx, 0}, {"lanes", *lanes, 1}, {"max-batch-tokens", *batch, 1}} {
+		if c.v < c.least {
+			return fmt.Errorf("--%s %d: must be at least %d", c.name, c.v, c.least)
+		}
+	}
+	if *gpuGiB < 0 {
+		return fmt.Errorf("--gpu-memory %g: must not be negative (0 = the GPU present)", *gpuGiB)
+	}
+	if _, err := os.Stat(*dir); err != nil {
+		return fmt.Errorf("model %s not found", *dir)
 	}
 	p, err := engine.MakePlan(*dir, *ctx, *lanes, *batch)
 	if err != nil {

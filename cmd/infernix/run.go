@@ -37,6 +37,9 @@ func cmdRun(args []string, stdout io.Writer) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
+	if *maxTokens < 0 {
+		return fmt.Errorf("--max-tokens %d: must not be negative", *maxTokens)
+	}
 	e, err := ef.load()
 	if err != nil {
 		return err

@@ -68,13 +68,19 @@ func cmdServe(args []string, stdout io.Writer) error {
 	if *port < 0 || *port > 65535 {
 		return fmt.Errorf("--port %d: expected 0..65535", *port)
 	}
+	if *thinkBudget < 0 {
+		return fmt.Errorf("--default-thinking-budget %d: must be 0 (no cap) or a positive number of tokens", *thinkBudget)
+	}
 	if *bodyMB <= 0 {
 		return fmt.Errorf("--max-body-mb must be positive")
 	}
 	// Bind before loading so that a taken port fails fast.
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("--host %s --port %d: address already in use (another server? pass another --port, or 0 for any free one)", *host, *port)
+	}
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return fmt.Errorf("--host %s --port %d: %w", *host, *port, err)
 	}
 	defer ln.Close()
 	start := time.Now()
@@ -98,12 +104,13 @@ func cmdServe(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Signals shut down gracefully from the moment the address is printed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	printStartup(stdout, e, srv, ef, ln.Addr().String(), len(keys), time.Since(start))
 	ef.prefix.describe(stdout, e)
 	logger.Info("serving", "model", srv.ModelName(), "address", ln.Addr().String())
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -114,9 +121,24 @@ func cmdServe(args []string, stdout io.Writer) error {
 		return nil
 	case <-ctx.Done():
 	}
-	fmt.Fprintln(stdout, "infernix: shutting down")
+	// A second signal stops waiting for requests (the engine still closes,
+	// saving the prefix cache); a third one has the default effect.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	stop()
+	fmt.Fprintln(stdout, "infernix: shutting down (a second signal stops waiting for requests)")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	go func() {
+		select {
+		case <-again:
+			signal.Stop(again)
+			logger.Warn("second signal: not waiting for open requests")
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
 	if err := srv.Shutdown(sctx); err != nil {
 		logger.Warn("shutdown", "error", err)
 	}

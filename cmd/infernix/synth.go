@@ -39,6 +39,14 @@ func cmdSynth(args []string, stdout io.Writer) error {
 	if *cfgDir == "" || *out == "" {
 		return fmt.Errorf("--model DIR and --out DIR are required")
 	}
+	// Random weights next to a checkpoint would mix with it (a loader reads
+	// the index, or every shard): write only where there is none.
+	if old, _ := filepath.Glob(filepath.Join(*out, "*.safetensors")); len(old) > 0 {
+		return fmt.Errorf("--out %s already holds a checkpoint (%s): choose an empty directory", *out, filepath.Base(old[0]))
+	}
+	if _, err := os.Stat(filepath.Join(*out, "model.safetensors.index.json")); err == nil {
+		return fmt.Errorf("--out %s already holds a checkpoint (model.safetensors.index.json): choose an empty directory", *out)
+	}
 	cfg, err := model.LoadConfig(*cfgDir)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,5 +134,33 @@ func TestBenchTTFT(t *testing.T) {
 	// 200 tokens: three full blocks; the last prompt token is always computed.
 	if r.CachedTokens != 192 {
 		t.Errorf("%d cached tokens, want 192", r.CachedTokens)
+	}
+}
+
+// TestSynthKeepsExistingCheckpoints: synth refuses to write random weights
+// into a directory that already holds a checkpoint (its own --model, a
+// real model's directory), which would mix them with the real ones.
+func TestSynthKeepsExistingCheckpoints(t *testing.T) {
+	src := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join(testdata, "models", "qwen3-tied-f32", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	indexed := t.TempDir()
+	if err := os.WriteFile(filepath.Join(indexed, "model.safetensors.index.json"), []byte(`{"weight_map":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{src, indexed} {
+		before, _ := os.ReadDir(out)
+		_, stderr, code := cli(t, "synth", "--model", src, "--out", out, "--shard-bytes", "65536")
+		after, _ := os.ReadDir(out)
+		if code == 0 || !strings.Contains(stderr, "--out "+out) || len(after) != len(before) {
+			t.Errorf("synth --out %s: exit %d, stderr %q, %d files before, %d after", out, code, stderr, len(before), len(after))
+		}
 	}
 }

@@ -110,6 +110,12 @@ func cmdTemplate(args []string, stdout io.Writer) error {
 	if *reqFile == "" {
 		return fmt.Errorf("--request FILE.json is required")
 	}
+	if *dir == "" && *tmpl == "" {
+		return fmt.Errorf("--model DIR (or --chat-template FILE) is required")
+	}
+	if _, err := os.Stat(*dir); *dir != "" && err != nil {
+		return fmt.Errorf("model %s not found", *dir)
+	}
 	data, err := os.ReadFile(*reqFile)
 	if err != nil {
 		return err

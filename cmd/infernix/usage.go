@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
+	"time"
 
 	"github.com/infernix/infernix/store"
 )
@@ -21,6 +25,20 @@ func openDataDir(dir string) (*store.Store, error) {
 	if dir == "" {
 		return nil, errors.New("--data-dir DIR is required")
 	}
+	// Read an existing data directory only: store.Open would create a
+	// missing one (a mistyped path) and write a database into any other.
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("--data-dir %s does not exist", dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--data-dir: %w", err)
+	}
+	if len(ents) > 0 {
+		if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err != nil {
+			return nil, fmt.Errorf("--data-dir %s is not an infernix data directory (no MANIFEST of its database)", dir)
+		}
+	}
 	return store.Open(dir, nil)
 }
 
@@ -33,6 +51,11 @@ func cmdUsage(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON rows instead of a table")
 	if _, err := parse(fs, args); err != nil {
 		return err
+	}
+	for _, d := range []struct{ flag, v string }{{"from", *from}, {"to", *to}} {
+		if _, err := time.Parse("2006-01-02", d.v); d.v != "" && err != nil {
+			return fmt.Errorf("--%s %s: expected a day as YYYY-MM-DD", d.flag, d.v)
+		}
 	}
 	s, err := openDataDir(*dir)
 	if err != nil {
