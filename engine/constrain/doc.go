@@ -50,7 +50,9 @@
 //     a lazily built DFA that stops a string at the first character after
 //     which no match can follow; "format" date, time, date-time, duration,
 //     email, hostname, ipv4, ipv6 and uuid as patterns (other formats are
-//     annotations); a constrained string takes no surrogate \u escapes;
+//     annotations); a constrained string takes no surrogate \u escapes, and
+//     an escape (its backslash, its letter, each \u hex digit) only where
+//     some character it may still write is one the string takes next;
 //   - integers' and numbers' "minimum", "maximum", "exclusiveMinimum" and
 //     "exclusiveMaximum" (numbers, or draft 4's booleans): a digit is
 //     allowed only if some value within the bounds starts with the digits

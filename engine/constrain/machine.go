@@ -317,6 +317,11 @@ func (l *lexer) stringByte(b byte) bool {
 			}
 			*l = lexer{}
 		case b == '\\':
+			// An escape writes a character of the BMP (not a surrogate):
+			// allowed only if the string may take one of them next.
+			if l.str != nil && !l.escOK(0, 0xFFFF) {
+				return false
+			}
 			l.sub = strEsc
 		case b < 0x20:
 			return false
@@ -333,6 +338,9 @@ func (l *lexer) stringByte(b byte) bool {
 		case 'b', 'f', 'n', 'r', 't':
 			return l.str == nil || l.addRune(rune(escaped[b]))
 		case 'u':
+			if l.str != nil && !l.escOK(0, 0xFFFF) {
+				return false
+			}
 			l.sub, l.n, l.code = strHex, 0, 0
 		default:
 			return false
@@ -352,6 +360,11 @@ func (l *lexer) stringByte(b byte) bool {
 				}
 				return l.addRune(l.code)
 			}
+		} else if l.str != nil {
+			// The code points the digits so far may still make.
+			k := 4 * (4 - l.n)
+			lo := l.code << k
+			return l.escOK(lo, lo|(1<<k-1))
 		}
 	case strUTF8:
 		done, ok := l.utf8More(b)
@@ -391,6 +404,24 @@ func (l *lexer) addRune(c rune) bool {
 		}
 	}
 	return true
+}
+
+// escOK reports whether a constrained string may take next some character
+// in lo…hi (of the BMP) that an escape may still write: within its maximum
+// length, and one its pattern can take. Surrogates make no character (a
+// constrained string takes no surrogate escapes), so an escape, or a \u
+// escape's first digits, is allowed only then: no escape is begun that no
+// continuation can complete.
+func (l *lexer) escOK(lo, hi rune) bool {
+	n := l.str
+	if n.maxLen >= 0 && l.cnt >= uint32(n.maxLen) {
+		return false
+	}
+	const surLo, surHi = 0xD800, 0xDFFF
+	if lo < surLo && (l.rx == nil || l.rx.takes(lo, min(hi, surLo-1))) {
+		return true
+	}
+	return hi > surHi && (l.rx == nil || l.rx.takes(max(lo, surHi+1), hi))
 }
 
 // strCanEnd reports whether a constrained string may close here.

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode"
-	"unicode/utf8"
 )
 
 // A string's "pattern", as JSON Schema means it: an ECMA-262-style regular
@@ -42,8 +41,8 @@ type rxState struct {
 	dead  bool           // no thread left
 	ascii [128]atomic.Pointer[rxState]
 	other map[rune]*rxState // under re.mu
-	// The non-ASCII runes after which the state is not dead, as sorted,
-	// disjoint ranges (built on first use by admits).
+	// The runes other than a newline after which the state is not dead, as
+	// sorted, disjoint ranges (built on first use by admits).
 	viable atomic.Pointer[[]runeRange]
 }
 
@@ -240,9 +239,9 @@ func (s *rxState) next(c rune) *rxState {
 	return n
 }
 
-// admits reports whether some rune in lo…hi (non-ASCII, none a newline)
-// leaves the state alive: whether a partial UTF-8 character that may
-// complete to any of them can still continue the text. It does not
+// admits reports whether some rune in lo…hi other than a newline leaves
+// the state alive: whether a partial UTF-8 character (or \u escape) that
+// may complete to any of them can still continue the text. It does not
 // allocate once the state's ranges are built.
 func (s *rxState) admits(lo, hi rune) bool {
 	p := s.viable.Load()
@@ -263,6 +262,16 @@ func (s *rxState) admits(lo, hi rune) bool {
 	return i < len(rs) && rs[i].lo <= hi
 }
 
+// takes reports whether some rune in lo…hi leaves the state alive (a
+// newline decided by next, since it is the end of a line to what came
+// before).
+func (s *rxState) takes(lo, hi rune) bool {
+	if lo <= '\n' && '\n' <= hi && !s.next('\n').dead {
+		return true
+	}
+	return s.admits(lo, hi)
+}
+
 func (s *rxState) buildViable() *[]runeRange {
 	r := s.re
 	r.mu.Lock()
@@ -272,7 +281,14 @@ func (s *rxState) buildViable() *[]runeRange {
 	}
 	var rs []runeRange
 	add := func(lo, hi rune) {
-		if lo = max(lo, utf8.RuneSelf); lo <= hi {
+		// A newline is left out (see takes).
+		if lo <= '\n' && '\n' <= hi {
+			if lo < '\n' {
+				rs = append(rs, runeRange{lo, '\n' - 1})
+			}
+			lo = '\n' + 1
+		}
+		if lo <= hi {
 			rs = append(rs, runeRange{lo, hi})
 		}
 	}
