@@ -121,24 +121,12 @@ func (d *Dict) copyDict() *Dict {
 }
 
 func checkHashable(v Value) error {
-	switch v.kind {
-	case KindList:
-		if v.list().kind == listTuple {
-			for _, it := range v.list().Items {
-				if err := checkHashable(it); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		if v.list().kind == listGen || v.list().kind == listRevIter {
-			return nil
-		}
-		return typeErrorf("unhashable type: '%s'", pyTypeName(v))
-	case KindDict:
-		return typeErrorf("unhashable type: 'dict'")
+	if v.kind == KindList && v.list().kind == listTuple {
+		_, err := hashKey(v)
+		return err
 	}
-	return nil
+	_, err := leafKey(v)
+	return err
 }
 
 // keyEqual is Python equality restricted to hashable keys.
@@ -149,9 +137,62 @@ func keyEqual(a, b Value) bool {
 	return pyEqual(a, b)
 }
 
+// maxKeyWork bounds the items visited to hash one tuple key (its bytes are
+// bounded by maxStringLen), so that a tuple nesting shared sub-tuples, whose
+// size is exponential in its depth, fails fast instead of hanging.
+const maxKeyWork = 1 << 22
+
+var errKeyTooBig = &RuntimeError{Type: "LimitError", Msg: "key too large to hash"}
+
 // hashKey maps a hashable value to a string such that Python-equal keys map
 // to the same string.
 func hashKey(v Value) (string, error) {
+	if v.kind == KindList && v.list().kind == listTuple {
+		var sb strings.Builder
+		work := 0
+		if err := writeTupleKey(&sb, v, &work); err != nil {
+			return "", err
+		}
+		return sb.String(), nil
+	}
+	return leafKey(v)
+}
+
+// writeTupleKey appends the key of tuple v: "t", the item count, ':', then
+// each item, a nested tuple written the same way and any other item as its
+// leafKey prefixed with its length and ':', so the encoding is unambiguous.
+func writeTupleKey(sb *strings.Builder, v Value, work *int) error {
+	items := v.list().Items
+	sb.WriteByte('t')
+	sb.WriteString(strconv.Itoa(len(items)))
+	sb.WriteByte(':')
+	for _, it := range items {
+		*work++
+		if *work > maxKeyWork {
+			return errKeyTooBig
+		}
+		if it.kind == KindList && it.list().kind == listTuple {
+			if err := writeTupleKey(sb, it, work); err != nil {
+				return err
+			}
+			continue
+		}
+		h, err := leafKey(it)
+		if err != nil {
+			return err
+		}
+		if sb.Len()+len(h) > maxStringLen {
+			return errKeyTooBig
+		}
+		sb.WriteString(strconv.Itoa(len(h)))
+		sb.WriteByte(':')
+		sb.WriteString(h)
+	}
+	return nil
+}
+
+// leafKey is hashKey for anything but a tuple.
+func leafKey(v Value) (string, error) {
 	switch v.kind {
 	case KindString:
 		return "s" + v.s, nil
@@ -175,25 +216,11 @@ func hashKey(v Value) (string, error) {
 		}
 		return "f" + strconv.FormatUint(math.Float64bits(f), 16), nil
 	case KindList:
-		if v.list().kind == listTuple {
-			var sb strings.Builder
-			sb.WriteString("t")
-			for _, it := range v.list().Items {
-				h, err := hashKey(it)
-				if err != nil {
-					return "", err
-				}
-				sb.WriteString(strconv.Itoa(len(h)))
-				sb.WriteByte(':')
-				sb.WriteString(h)
-			}
-			return sb.String(), nil
-		}
-		if err := checkHashable(v); err != nil {
-			return "", err
+		if k := v.list().kind; k != listGen && k != listRevIter {
+			return "", typeErrorf("unhashable type: '%s'", pyTypeName(v))
 		}
 	case KindDict:
-		return "", checkHashable(v)
+		return "", typeErrorf("unhashable type: 'dict'")
 	}
 	// Identity-hashed objects (namespaces, callables, generators).
 	return "p" + strconv.FormatUint(uint64(ptrID(v)), 16), nil

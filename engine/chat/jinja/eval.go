@@ -3,6 +3,7 @@ package jinja
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // scope holds the variables assigned in one frame. Jinja gives every for
@@ -295,6 +296,11 @@ func (ev *evaluator) iterate(v Value) ([]Value, error) {
 	case KindDict:
 		return v.dict().keys, nil
 	case KindString:
+		// Like the list operators, cap the list a string expands to: one
+		// value per character is many times the string's own size.
+		if len(v.s) > maxListLen && utf8.RuneCountInString(v.s) > maxListLen {
+			return nil, errTooBig
+		}
 		return stringChars(v), nil
 	}
 	return nil, typeErrorf("'%s' object is not iterable", pyTypeName(v))

@@ -265,7 +265,7 @@ func fIndent(ev *evaluator, v Value, args []Value, kw []kwv) (Value, error) {
 			ind = strings.Repeat(" ", int(n))
 		}
 	}
-	lines := pySplitLines(v.s+"\n", false)
+	lines := pySplitLines(v.s+"\n", false, -1)
 	var sb strings.Builder
 	if a[2].Truth() {
 		for i, l := range lines {
@@ -274,6 +274,9 @@ func fIndent(ev *evaluator, v Value, args []Value, kw []kwv) (Value, error) {
 				sb.WriteString(ind)
 			}
 			sb.WriteString(l)
+			if sb.Len() > maxStringLen {
+				return Value{}, errTooBig
+			}
 		}
 	} else {
 		sb.WriteString(lines[0])
@@ -290,6 +293,9 @@ func fIndent(ev *evaluator, v Value, args []Value, kw []kwv) (Value, error) {
 	}
 	out := sb.String()
 	if a[1].Truth() {
+		if len(ind)+len(out) > maxStringLen {
+			return Value{}, errTooBig
+		}
 		out = ind + out
 	}
 	return Value{kind: KindString, s: out, flag: v.flag}, nil

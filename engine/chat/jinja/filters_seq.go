@@ -531,6 +531,9 @@ func fBatch(ev *evaluator, v Value, args []Value, kw []kwv) (Value, error) {
 	if !ok || n <= 0 {
 		return Value{}, valueErrorf("batch size must be a positive integer")
 	}
+	if a[1].kind != KindNone && n > maxListLen {
+		return Value{}, errTooBig
+	}
 	items, err := ev.iterate(v)
 	if err != nil {
 		return Value{}, err
@@ -557,6 +560,9 @@ func fSlice(ev *evaluator, v Value, args []Value, kw []kwv) (Value, error) {
 	slices, ok := a[0].Int64()
 	if !ok || slices <= 0 {
 		return Value{}, rtErrorf("ZeroDivisionError", "integer division or modulo by zero")
+	}
+	if slices > maxListLen {
+		return Value{}, errTooBig
 	}
 	seq, err := ev.iterate(v)
 	if err != nil {

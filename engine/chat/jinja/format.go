@@ -79,6 +79,9 @@ func percentFormat(format, args Value) (Value, error) {
 				if !ok {
 					return 0, false, typeErrorf("* wants int")
 				}
+				if n > maxStringLen || n < -maxStringLen {
+					return 0, false, errTooBig
+				}
 				return int(n), true, nil
 			}
 			st := i

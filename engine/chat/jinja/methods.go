@@ -115,7 +115,10 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
-			lines := pySplitLines(s.s, a[0].Truth())
+			lines := pySplitLines(s.s, a[0].Truth(), maxListLen)
+			if len(lines) > maxListLen {
+				return Value{}, errTooBig
+			}
 			out := make([]Value, len(lines))
 			for i, l := range lines {
 				out[i] = Value{kind: KindString, s: l, flag: s.flag}
@@ -245,6 +248,9 @@ func init() {
 			w, ok := args[0].Int64()
 			if !ok {
 				return Value{}, typeErrorf("'%s' object cannot be interpreted as an integer", pyTypeName(args[0]))
+			}
+			if w > maxStringLen {
+				return Value{}, errTooBig
 			}
 			return String(pyZfill(s.s, int(w))), nil
 		},
@@ -471,6 +477,9 @@ func padMethod(name string) methodFunc {
 		if w > maxStringLen {
 			return Value{}, errTooBig
 		}
+		if pad := w - int64(pyLen(s.s)); pad > 0 && pad*int64(len(fill))+int64(len(s.s)) > maxStringLen {
+			return Value{}, errTooBig
+		}
 		return String(pyPad(s.s, int(w), fill, name)), nil
 	}
 }
@@ -488,6 +497,11 @@ func splitMethod(s Value, args []Value, kw []kwv, right bool) (Value, error) {
 	if !ok {
 		return Value{}, typeErrorf("'%s' object cannot be interpreted as an integer", pyTypeName(a[1]))
 	}
+	// Split at most maxListLen times: more parts than that is a LimitError
+	// below, and the cap keeps the work and memory bounded until then.
+	if n < 0 || n > maxListLen {
+		n = maxListLen
+	}
 	var parts []string
 	if a[0].kind == KindNone {
 		parts = pySplitWhitespace(s.s, int(n), right)
@@ -499,6 +513,9 @@ func splitMethod(s Value, args []Value, kw []kwv, right bool) (Value, error) {
 			return Value{}, valueErrorf("empty separator")
 		}
 		parts = pySplitSep(s.s, a[0].s, int(n), right)
+	}
+	if len(parts) > maxListLen {
+		return Value{}, errTooBig
 	}
 	out := make([]Value, len(parts))
 	for i, p := range parts {

@@ -369,9 +369,10 @@ func isZero(v Value) bool { return !v.isBig() && v.n == 0 }
 func compareOp(op string, a, b Value) (bool, error) {
 	switch op {
 	case "==":
-		return pyEqual(a, b), nil
+		return boundedEqual(a, b)
 	case "!=":
-		return !pyEqual(a, b), nil
+		eq, err := boundedEqual(a, b)
+		return !eq, err
 	case "in":
 		return pyContains(b, a)
 	case "notin":
@@ -386,13 +387,13 @@ func compareOp(op string, a, b Value) (bool, error) {
 		if err != nil || lt {
 			return lt, err
 		}
-		return pyEqual(a, b), nil
+		return boundedEqual(a, b)
 	case ">=":
 		lt, err := pyLessOp(b, a, ">=", a, b)
 		if err != nil || lt {
 			return lt, err
 		}
-		return pyEqual(a, b), nil
+		return boundedEqual(a, b)
 	}
 	return false, typeErrorf("unknown operator %s", op)
 }
@@ -401,6 +402,13 @@ func pyLess(a, b Value) (bool, error) { return pyLessOp(a, b, "<", a, b) }
 
 // pyLessOp is a < b; op, oa, ob name the original comparison for errors.
 func pyLessOp(a, b Value, op string, oa, ob Value) (bool, error) {
+	work := 0
+	return lessWithin(a, b, op, oa, ob, &work)
+}
+
+// lessWithin is pyLessOp counting the container items it visits in *work
+// (see equalWithin).
+func lessWithin(a, b Value, op string, oa, ob Value, work *int) (bool, error) {
 	if a.kind == KindUndefined {
 		return false, undefinedError(a)
 	}
@@ -416,8 +424,12 @@ func pyLessOp(a, b Value, op string, oa, ob Value) (bool, error) {
 	if a.kind == KindList && b.kind == KindList && seqKind(a) >= 0 && seqKind(a) == seqKind(b) {
 		x, y := a.list().Items, b.list().Items
 		for i := 0; i < len(x) && i < len(y); i++ {
-			if !pyEqual(x[i], y[i]) {
-				return pyLessOp(x[i], y[i], op, oa, ob)
+			eq, err := equalWithin(x[i], y[i], work)
+			if err != nil {
+				return false, err
+			}
+			if !eq {
+				return lessWithin(x[i], y[i], op, oa, ob, work)
 			}
 		}
 		return len(x) < len(y), nil
@@ -485,56 +497,96 @@ func bigFloatOf(v Value) *big.Float {
 	return new(big.Float).SetInt(v.toBig())
 }
 
+// maxCompareWork bounds the container items one bounded comparison may
+// visit: values that share sub-lists can be exponentially larger than the
+// steps that built them.
+const maxCompareWork = 1 << 22
+
+var errCompareTooBig = &RuntimeError{Type: "LimitError", Msg: "comparison too large"}
+
+// boundedEqual is pyEqual that fails with a LimitError past maxCompareWork.
+func boundedEqual(a, b Value) (bool, error) {
+	work := 0
+	return equalWithin(a, b, &work)
+}
+
 // pyEqual is Python ==.
 func pyEqual(a, b Value) bool {
+	eq, _ := equalWithin(a, b, nil)
+	return eq
+}
+
+// equalWithin is Python ==, counting each container item it visits in *work
+// and failing once that exceeds maxCompareWork; work nil means no bound.
+func equalWithin(a, b Value, work *int) (bool, error) {
 	if a.isNumber() && b.isNumber() {
 		if isNaNValue(a) || isNaNValue(b) {
-			return false
+			return false, nil
 		}
-		return numCompare(a, b) == 0
+		return numCompare(a, b) == 0, nil
 	}
 	if a.kind != b.kind {
-		return false
+		return false, nil
 	}
 	switch a.kind {
 	case KindUndefined, KindNone:
-		return true
+		return true, nil
 	case KindString:
-		return a.s == b.s
+		return a.s == b.s, nil
 	case KindList:
 		la, lb := a.list(), b.list()
 		if la == lb {
-			return true
+			return true, nil
 		}
 		if seqKind(a) < 0 || seqKind(a) != seqKind(b) {
-			return false
+			return false, nil
 		}
 		if len(la.Items) != len(lb.Items) {
-			return false
+			return false, nil
 		}
 		for i := range la.Items {
-			if !pyEqual(la.Items[i], lb.Items[i]) {
-				return false
+			if err := countWork(work); err != nil {
+				return false, err
+			}
+			if eq, err := equalWithin(la.Items[i], lb.Items[i], work); err != nil || !eq {
+				return false, err
 			}
 		}
-		return true
+		return true, nil
 	case KindDict:
 		da, db := a.dict(), b.dict()
 		if da == db {
-			return true
+			return true, nil
 		}
 		if da.Len() != db.Len() {
-			return false
+			return false, nil
 		}
 		for i, k := range da.keys {
+			if err := countWork(work); err != nil {
+				return false, err
+			}
 			v, ok, err := db.Get(k)
-			if err != nil || !ok || !pyEqual(da.vals[i], v) {
-				return false
+			if err != nil || !ok {
+				return false, nil
+			}
+			if eq, err := equalWithin(da.vals[i], v, work); err != nil || !eq {
+				return false, err
 			}
 		}
-		return true
+		return true, nil
 	}
-	return a.ref == b.ref
+	return a.ref == b.ref, nil
+}
+
+// countWork counts one item against a comparison's budget (nil: none).
+func countWork(work *int) error {
+	if work == nil {
+		return nil
+	}
+	if *work++; *work > maxCompareWork {
+		return errCompareTooBig
+	}
+	return nil
 }
 
 // pyContains is Python's `item in container`.

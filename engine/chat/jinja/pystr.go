@@ -142,11 +142,15 @@ func isLineBreak(r rune) bool {
 	return false
 }
 
-// pySplitLines is str.splitlines(keepends).
-func pySplitLines(s string, keepends bool) []string {
+// pySplitLines is str.splitlines(keepends); with limit >= 0 it stops once it
+// has more than limit lines.
+func pySplitLines(s string, keepends bool, limit int) []string {
 	var out []string
 	start := 0
 	for i := 0; i < len(s); {
+		if limit >= 0 && len(out) > limit {
+			return out // more than limit lines: the rest is not split
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if !isLineBreak(r) {
 			i += size

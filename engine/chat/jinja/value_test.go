@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFormatFloat(t *testing.T) {
@@ -131,16 +132,36 @@ func TestLimits(t *testing.T) {
 		{"list_doubling", "{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", "LimitError"},
 		{"huge_pow", "{{ 7 ** (10 ** 9) }}", "LimitError"},
 		{"center", "{{ 'x'.center(10**12) }}", "LimitError"},
+		{"zfill", "{{ 'x'.zfill(10**12) }}", "LimitError"},
+		{"percent_star_width", "{{ '%*d' % (10**9, 1) }}", "LimitError"},
+		{"percent_star_prec", "{{ '%.*f' % (10**9, 1.0) }}", "LimitError"},
+		{"slice_count", "{{ [1, 2]|slice(10**9)|list|length }}", "LimitError"},
+		{"batch_fill", "{{ [1, 2]|batch(10**9, 0)|list|length }}", "LimitError"},
+		{"shared_tuple_key", "{% set t = ((((((((((((1,)*10,)*10,)*10,)*10,)*10,)*10,)*10,)*10,)*10,)*10,)*10,) %}{{ {t: 1}|length }}", "LimitError"},
+		{"indent_blank", "{{ ('\\n' * 100000)|indent('x' * 1000000, blank=true) }}", "LimitError"},
+		{"pad_wide_fill", "{{ 'x'.center(60000000, '\U0001F600')|length }}", "LimitError"},
+		{"shared_list_equal", "{% set a = [[[[[[[[[[[[1]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10] %}{% set b = [[[[[[[[[[[[1]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10] %}{{ a == b }}", "LimitError"},
+		{"shared_list_less", "{% set a = [[[[[[[[[[[[1]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10] %}{% set b = [[[[[[[[[[[[1]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10] %}{{ a < b }}", "LimitError"},
+		{"shared_list_sort", "{% set a = [[[[[[[[[[[[1]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10] %}{% set b = [[[[[[[[[[[[1]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10]*10] %}{{ [a, b]|sort|length }}", "LimitError"},
+		{"iterate_huge_string", "{% set s = 'x' * 60000000 %}{{ s|list|length }}", "LimitError"},
+		{"split_huge_string", "{% set s = 'x' * 60000000 %}{{ s.split('x')|length }}", "LimitError"},
+		{"split_whitespace_huge_string", "{% set s = 'x ' * 30000000 %}{{ s.split()|length }}", "LimitError"},
+		{"splitlines_huge_string", "{% set s = 'x\\n' * 30000000 %}{{ s.splitlines()|length }}", "LimitError"},
+		{"shared_tuple_unique", "{% set t = ((((((((((((1,)*10,)*10,)*10,)*10,)*10,)*10,)*10,)*10,)*10,)*10,)*10,) %}{{ [t, 2]|unique|list|length }}", "LimitError"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tm, err := Compile(c.name, c.src)
 			if err != nil {
 				t.Fatal(err)
 			}
+			start := time.Now()
 			_, err = tm.ExecuteOptions(nil, Options{MaxSteps: 300_000})
 			var re *RuntimeError
 			if !errors.As(err, &re) || re.Type != c.typ {
 				t.Fatalf("got %v, want %s", err, c.typ)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("took %v to fail", d)
 			}
 		})
 	}
