@@ -136,7 +136,8 @@ func TestPreemptOnlyYounger(t *testing.T) {
 	}
 }
 
-// collectWithin is collect with a short deadline (a lost token hangs).
+// collectWithin gathers a request's tokens and its final event, failing
+// after d (tests of lost tokens use a short one: those would hang).
 func collectWithin(t *testing.T, ch <-chan Event, d time.Duration) ([]int32, Event) {
 	t.Helper()
 	var toks []int32

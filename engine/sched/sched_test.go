@@ -80,24 +80,7 @@ func solo(t *testing.T, m model.Model, p []int32, n int) []int32 {
 
 func collect(t *testing.T, ch <-chan Event) ([]int32, Event) {
 	t.Helper()
-	var toks []int32
-	timeout := time.After(30 * time.Second)
-	for {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				t.Fatal("channel closed before the final event")
-			}
-			if ev.Done {
-				return toks, ev
-			}
-			if ev.PromptLogprobs == nil {
-				toks = append(toks, ev.Token)
-			}
-		case <-timeout:
-			t.Fatal("timed out waiting for events")
-		}
-	}
+	return collectWithin(t, ch, 30*time.Second)
 }
 
 func req(p []int32, n int) *Request {
